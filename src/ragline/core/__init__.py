@@ -1,0 +1,1 @@
+"""Types, errors and protocols shared by every stage. Imports nothing heavy."""

@@ -1,0 +1,68 @@
+"""One small Protocol per pipeline stage. Backends implement these; nothing else is assumed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
+
+from .types import Answer, Chunk, Hit, ParsedDocument, Principal
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@runtime_checkable
+class Parser(Protocol):
+    """Turns the bytes of one file into structured blocks."""
+
+    media_types: tuple[str, ...]
+
+    def parse(self, data: bytes, *, path: Path) -> ParsedDocument: ...
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Splits a parsed document into chunks whose spans index ``document.text``."""
+
+    def chunk(self, document: ParsedDocument) -> list[Chunk]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps text to unit vectors. Queries and documents are embedded separately
+    because some models (e5, bge) prefix them differently."""
+
+    model_id: str
+    dim: int
+    max_tokens: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """One retrieval leg: returns the caller-visible top-k chunks for a query."""
+
+    name: str
+
+    def retrieve(self, query: str, *, principal: Principal, k: int) -> list[Hit]: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Reorders candidate hits for a query (cross-encoder, HTTP rerank API, ...)."""
+
+    def rerank(self, query: str, hits: Sequence[Hit], *, top_k: int) -> list[Hit]: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Writes an answer with ``[n]`` citations from retrieved hits, or abstains."""
+
+    name: str
+
+    def answer(self, question: str, hits: Sequence[Hit]) -> Answer: ...
