@@ -1,0 +1,286 @@
+"""The ``ragline`` command. Readable output by default, one JSON document with ``--json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core.errors import RaglineError
+
+EXIT_FAILURES = 1
+
+
+def _echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+class _Ctx:
+    def __init__(self, data_dir: str | None, collection: str | None, settings_file: str | None) -> None:
+        self.data_dir = data_dir
+        self.collection = collection
+        self.settings_file = settings_file
+        self._index: Any = None
+
+    def index(self, **overrides: Any) -> Any:
+        if self._index is None:
+            from ..core.settings import Settings
+            from ..index import Index
+
+            extra: dict[str, Any] = dict(overrides)
+            if self.data_dir:
+                extra["data_dir"] = Path(self.data_dir)
+            if self.collection:
+                extra["collection"] = self.collection
+            s = Settings.load(self.settings_file, **extra)
+            if self.data_dir:  # an explicit --data-dir wins over RAGLINE_DATABASE_URL
+                s = s.model_copy(update={"database_url": None})
+            self._index = Index(s)
+        return self._index
+
+    def data_path(self) -> Path:
+        from ..core.settings import Settings
+
+        return Path(self.data_dir) if self.data_dir else Settings.load(self.settings_file).data_dir
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RaglineError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(EXIT_FAILURES)
+        finally:
+            obj = ctx.obj
+            if isinstance(obj, _Ctx) and obj._index is not None:
+                obj._index.close()
+
+
+@click.group(cls=_Group)
+@click.option("--data-dir", envvar="RAGLINE_DATA_DIR", default=None,
+              help="Data directory of the embedded PostgreSQL (default ./.ragline). "
+                   "Ignored when RAGLINE_DATABASE_URL is set, unless given explicitly.")
+@click.option("--collection", "-c", envvar="RAGLINE_COLLECTION", default=None,
+              help="Collection name (default 'default').")
+@click.option("--settings", "settings_file", default=None, type=click.Path(dir_okay=False),
+              help="A JSON settings file (see ragline.core.settings.Settings).")
+@click.version_option(package_name="ragline")
+@click.pass_context
+def cli(ctx: click.Context, data_dir: str | None, collection: str | None, settings_file: str | None) -> None:
+    """ragline: cited answers from your own documents, on PostgreSQL + pgvector.
+
+    Set RAGLINE_DATABASE_URL=postgresql://... to use an existing PostgreSQL (>= 15, with
+    pgvector >= 0.8); otherwise an embedded server is started under the data directory
+    and left running (stop it with `ragline server stop`).
+    """
+    ctx.obj = _Ctx(data_dir, collection, settings_file)
+
+
+_tenant = click.option("--tenant", default="default", show_default=True, help="Tenant the documents belong to / the caller is in.")
+_groups = click.option("--groups", default="", help="Comma-separated groups (who may read / who is asking).")
+_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_tenant
+@_groups
+@_json
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.pass_obj
+def ingest(obj: _Ctx, paths: tuple[Path, ...], tenant: str, groups: str, as_json: bool, progress: bool | None) -> None:
+    """Ingest files and folders (Markdown, text, HTML). Unchanged files are skipped."""
+    from ..ingest.sources import iter_files
+
+    files = list(iter_files(paths))
+    index = obj.index()
+    show = progress if progress is not None else sys.stderr.isatty()
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(files), unit="file", file=sys.stderr, dynamic_ncols=True)
+    chunks = 0
+    t0 = time.perf_counter()
+
+    def on_progress(_name: str, n: int) -> None:
+        nonlocal chunks
+        chunks += n
+        if bar is not None:
+            rate = chunks / max(time.perf_counter() - t0, 1e-9)
+            bar.set_postfix_str(f"{chunks} chunks, {rate:.1f} chunks/s")
+            bar.update(1)
+
+    report = index.ingest([p for p, _ in files], tenant=tenant, groups=groups, on_progress=on_progress)
+    if bar is not None:
+        bar.close()
+    if as_json:
+        _echo_json(report.to_dict())
+    else:
+        d = report.to_dict()
+        click.echo(
+            f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
+            f"{len(report.failed)} failed, {len(report.skipped)} skipped; {report.chunks} chunks ({report.embedded} embedded, "
+            f"{report.cached} from cache) in {report.seconds:.1f}s ({d['chunks_per_s']} chunks/s)"
+        )
+        for sk in report.skipped:
+            click.echo(f"  skipped: {sk.source}: {sk.reason}", err=True)
+        for f in report.failed:
+            click.secho(f"  failed: {f.source}: {f.reason}", fg="red", err=True)
+    if report.failed:
+        sys.exit(EXIT_FAILURES)
+
+
+def _hit_dict(h: Any) -> dict[str, Any]:
+    return {
+        "rank": h.rank, "score": h.score, "chunk_id": h.chunk_id, "doc_key": h.doc_key, "title": h.title,
+        "source": h.source, "heading_path": list(h.heading_path), "page": h.page, "text": h.text,
+        "scores": dict(h.scores), "ranks": dict(h.ranks),
+    }
+
+
+@cli.command()
+@click.argument("query")
+@_tenant
+@_groups
+@click.option("--k", "-k", default=10, show_default=True, help="Number of results.")
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid", show_default=True)
+@_json
+@click.pass_obj
+def search(obj: _Ctx, query: str, tenant: str, groups: str, k: int, mode: str, as_json: bool) -> None:
+    """Search the chunks the caller may read (BM25 + vector, fused with RRF)."""
+    res = obj.index().search_result(query, tenant=tenant, groups=groups, k=k, mode=mode)
+    if as_json:
+        _echo_json({"query": query, "mode": mode, "hits": [_hit_dict(h) for h in res.hits],
+                    "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()}})
+        return
+    if not res.hits:
+        click.echo("no results")
+    for h in res.hits:
+        where = " › ".join([h.title, *h.heading_path])
+        click.secho(f"[{h.rank}] {where}  ({mode} {h.score:.4f})", bold=True)
+        click.echo(f"    {h.source}")
+        text = " ".join(h.text.split())
+        click.echo(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
+
+
+def _answer_dict(a: Any) -> dict[str, Any]:
+    return {
+        "question": a.question, "answer": a.text, "abstained": a.abstained, "evidence": a.evidence,
+        "generator": a.generator,
+        "citations": [
+            {"number": c.number, "title": c.title, "heading_path": list(c.heading_path), "source": c.source,
+             "page": c.page, "chunk_id": c.chunk_id, "doc_key": c.doc_key, "quote": c.quote}
+            for c in a.citations
+        ],
+    }
+
+
+@cli.command()
+@click.argument("question")
+@_tenant
+@_groups
+@click.option("--k", "-k", default=None, type=int, help="Passages to read (default 5).")
+@_json
+@click.pass_obj
+def ask(obj: _Ctx, question: str, tenant: str, groups: str, k: int | None, as_json: bool) -> None:
+    """Answer a question from the documents, citing each sentence's source as [n]."""
+    a = obj.index().ask(question, tenant=tenant, groups=groups, k=k)
+    if as_json:
+        _echo_json(_answer_dict(a))
+        return
+    click.echo(a.text)
+    if a.citations:
+        click.echo("")
+        click.secho("Sources:", bold=True)
+        for c in a.citations:
+            page = f", page {c.page}" if c.page else ""
+            click.echo(f"  [{c.number}] {c.location}{page} — {c.source}")
+
+
+@cli.command()
+@click.argument("docs", nargs=-1, required=True)
+@_tenant
+@_json
+@click.pass_obj
+def delete(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
+    """Delete documents (by path or document key) and everything derived from them."""
+    index = obj.index()
+    result = {d: index.delete(d, tenant=tenant) for d in docs}
+    missing = [d for d, n in result.items() if n == 0]
+    if as_json:
+        _echo_json({"deleted": [d for d, n in result.items() if n], "not_found": missing})
+    else:
+        for d, n in result.items():
+            click.echo(f"deleted {d}" if n else f"not found: {d}")
+    if missing:
+        sys.exit(EXIT_FAILURES)
+
+
+@cli.command()
+@_json
+@click.pass_obj
+def status(obj: _Ctx, as_json: bool) -> None:
+    """What the index holds: documents, chunks, model, database."""
+    st = obj.index().status()
+    if as_json:
+        _echo_json(st)
+        return
+    for key, value in st.items():
+        click.echo(f"{key:24} {value}")
+
+
+@cli.group()
+def server() -> None:
+    """The embedded PostgreSQL server of the data directory."""
+
+
+@server.command("start")
+@click.pass_obj
+def server_start(obj: _Ctx) -> None:
+    """Start the embedded server (done automatically on first use)."""
+    from ..store.server import ensure_server
+
+    click.echo(ensure_server(obj.data_path()))
+
+
+@server.command("stop")
+@click.pass_obj
+def server_stop(obj: _Ctx) -> None:
+    """Stop the embedded server cleanly."""
+    from ..store.server import stop_server
+
+    click.echo("stopped" if stop_server(obj.data_path()) else "not running")
+
+
+@server.command("status")
+@_json
+@click.pass_obj
+def server_status(obj: _Ctx, as_json: bool) -> None:
+    """Whether the embedded server runs, its pid and connection URI."""
+    from ..store.server import server_info
+
+    info = server_info(obj.data_path())
+    d = {"data_dir": str(info.data_dir), "running": info.running, "pid": info.pid, "uri": info.uri}
+    if as_json:
+        _echo_json(d)
+    else:
+        click.echo(f"running (pid {info.pid}) {info.uri}" if info.running else "not running")
+
+
+from .eval import eval_group  # noqa: E402
+
+cli.add_command(eval_group)
+
+
+def main() -> None:
+    cli(prog_name="ragline")
+
+
+if __name__ == "__main__":
+    main()

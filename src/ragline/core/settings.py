@@ -1,0 +1,71 @@
+"""One typed settings object, from defaults, a file and ``RAGLINE_*`` environment variables."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from .errors import ConfigError
+
+
+class Settings(BaseModel):
+    """Everything a ragline index needs to know; serializable with :meth:`to_dict`.
+
+    Environment: ``RAGLINE_<FIELD>`` in upper case (e.g. ``RAGLINE_DATA_DIR``,
+    ``RAGLINE_DATABASE_URL``, ``RAGLINE_COLLECTION``).
+    """
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    data_dir: Path = Path(".ragline")
+    database_url: str | None = Field(default=None, description="postgresql://... ; overrides data_dir")
+    db_schema: str = "ragline"
+    collection: str = "default"
+    embedder: str = "minilm"
+    language: str = "english"
+    chunk_max_tokens: int = Field(default=254, ge=16, description="per chunk incl. header (model max 256 − 2 special)")
+    chunk_overlap_tokens: int = Field(default=32, ge=0)
+    rrf_k: int = Field(default=60, ge=0)
+    rrf_depth: int = Field(default=50, ge=1)
+    top_k: int = Field(default=10, ge=1)
+    ef_search: int = Field(default=100, ge=1)
+    answer_passages: int = Field(default=5, ge=1)
+    min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v and not v.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must start with postgresql://")
+        return v or None
+
+    @classmethod
+    def load(cls, file: str | Path | None = None, **overrides: Any) -> "Settings":
+        """Defaults < settings file (JSON) < environment < explicit ``overrides`` (None ignored)."""
+        values: dict[str, Any] = {}
+        if file is not None:
+            try:
+                values.update(json.loads(Path(file).read_text()))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cannot read settings file {file}: {exc}") from exc
+        for name in cls.model_fields:
+            env = os.environ.get(f"RAGLINE_{name.upper()}")
+            if env not in (None, ""):
+                values[name] = env
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except Exception as exc:
+            raise ConfigError(f"invalid settings: {exc}") from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.model_dump(mode="json")
+        if d.get("database_url"):
+            from ..store.db import _redact
+
+            d["database_url"] = _redact(d["database_url"])
+        return d

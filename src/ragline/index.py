@@ -1,0 +1,203 @@
+"""The Python API: :func:`ragline.open` returns an :class:`Index` over one collection.
+
+The Index wires the stages together; each stage lives in its own module and can be
+used alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .core.errors import ConfigError
+from .core.settings import Settings
+from .core.types import Answer, Hit, Principal
+
+
+def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
+    if isinstance(groups, str):
+        groups = [g.strip() for g in groups.split(",") if g.strip()]
+    return Principal(tenant=tenant, groups=tuple(groups or ()))
+
+
+class Index:
+    """Ingest, search and ask over one collection of one database."""
+
+    def __init__(self, settings: Settings, *, embedder: Any = None) -> None:
+        from .analysis import get_analyzer
+        from .chunk import SectionChunker
+        from .embed import get_embedder
+        from .store.collections import ensure_collection
+        from .store.db import resolve_database
+
+        self.settings = settings
+        self.db = resolve_database(settings.database_url or settings.data_dir, schema=settings.db_schema)
+        self.embedder = embedder or get_embedder(settings.embedder)
+        self.analyzer = get_analyzer(settings.language)
+        self.chunker = SectionChunker(
+            max_tokens=settings.chunk_max_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+            count_tokens=self.embedder.count_tokens,
+        )
+        self.collection = ensure_collection(
+            self.db, settings.collection, embedder=self.embedder.model_id, dim=self.embedder.dim,
+            analyzer=self.analyzer.name, chunker=self.chunker.name,
+        )
+        self._searcher: Any = None
+
+    # -- ingest ---------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        on_progress: Callable[[str, int], None] | None = None,
+    ) -> Any:
+        """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`."""
+        from .core.errors import ParseError
+        from .ingest.sources import Skipped, file_source, iter_files
+
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+
+        def sources() -> Iterable[Any]:
+            for path, err in iter_files(paths):
+                if isinstance(err, Skipped):
+                    yield err
+                elif err is not None:
+                    yield (str(path), err)
+                    continue
+                try:
+                    yield file_source(path)
+                except ParseError as exc:
+                    yield (str(path), exc)
+
+        return self.ingest_sources(sources(), tenant=tenant, groups=groups, on_progress=on_progress)
+
+    def ingest_sources(self, sources: Iterable[Any], *, tenant: str = "default",
+                       groups: Iterable[str] | str | None = None,
+                       on_progress: Callable[[str, int], None] | None = None,
+                       embed: bool = True) -> Any:
+        from .ingest.pipeline import Ingestor
+        from .store.filters import validate_principal
+
+        owner = validate_principal(_principal(tenant, groups))
+        ing = Ingestor(self.db, self.collection, embedder=self.embedder, chunker=self.chunker,
+                       analyzer=self.analyzer, on_progress=on_progress, embed=embed)
+        return ing.ingest(sources, owner=owner)
+
+    def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
+        """Delete a document (by path or doc key) and everything derived from it."""
+        from .ingest.sources import doc_key_for
+        from .store.documents import delete_document
+
+        keys = [str(doc)]
+        if not str(doc).startswith(("beir:",)):
+            keys.append(doc_key_for(Path(doc)))
+        removed = 0
+        for key in dict.fromkeys(keys):
+            removed += delete_document(self.db, self.collection, tenant, key)
+        return removed
+
+    def documents(self, *, tenant: str | None = "default") -> list[Any]:
+        from .store.documents import list_documents
+
+        return list_documents(self.db, self.collection, tenant)
+
+    # -- query ----------------------------------------------------------------------
+    @property
+    def searcher(self) -> Any:
+        if self._searcher is None:
+            from .retrieve.search import HybridSearcher
+
+            self._searcher = HybridSearcher(self.db, self.collection, self.embedder, self.analyzer)
+        return self._searcher
+
+    def search_result(self, query: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
+                      k: int | None = None, mode: str = "hybrid") -> Any:
+        from .retrieve.search import SearchParams
+
+        if not query or not query.strip():
+            raise ConfigError("the query is empty; pass the text to search for")
+        params = SearchParams(depth=self.settings.rrf_depth, rrf_k=self.settings.rrf_k,
+                              ef_search=self.settings.ef_search)
+        return self.searcher.search(query, _principal(tenant, groups), k=k or self.settings.top_k,
+                                    mode=mode, params=params)
+
+    def search(self, query: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
+               k: int | None = None, mode: str = "hybrid") -> list[Hit]:
+        """The top ``k`` chunks the caller may read, best first."""
+        return list(self.search_result(query, tenant=tenant, groups=groups, k=k, mode=mode).hits)
+
+    def ask(self, question: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
+            k: int | None = None, mode: str = "hybrid") -> Answer:
+        """A cited answer from the caller's permitted documents, or an abstention."""
+        from .generate import ExtractiveAnswerer
+
+        hits = self.search(question, tenant=tenant, groups=groups, k=k or self.settings.answer_passages, mode=mode)
+        kwargs = {} if self.settings.min_evidence is None else {"min_evidence": self.settings.min_evidence}
+        return ExtractiveAnswerer(language=self.settings.language, **kwargs).answer(question, hits)
+
+    # -- admin ----------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        with self.db.connection() as conn:
+            docs, chunks = conn.execute(
+                "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s AND is_current",
+                (self.collection.id,),
+            ).fetchone()
+            tenants = conn.execute(
+                "SELECT tenant, count(*) FROM documents WHERE collection_id = %s AND is_current GROUP BY tenant ORDER BY tenant",
+                (self.collection.id,),
+            ).fetchall()
+            cache = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+            version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        return {
+            "collection": self.collection.name,
+            "embedder": self.collection.embedder,
+            "dim": self.collection.dim,
+            "analyzer": self.collection.analyzer,
+            "chunker": self.collection.chunker,
+            "documents": docs,
+            "chunks": int(chunks),
+            "tenants": {t: n for t, n in tenants},
+            "embedding_cache_entries": cache,
+            "schema_version": version,
+            "database": self.settings.database_url and "external" or f"embedded ({Path(self.settings.data_dir).resolve()})",
+            "database_bytes": size,
+        }
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+        self.db.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open(target: str | Path | None = None, *, collection: str | None = None, **settings: Any) -> Index:  # noqa: A001
+    """Open (creating if needed) a ragline index.
+
+    ``target`` is a data directory (embedded PostgreSQL, started on demand) or a
+    ``postgresql://`` URL; None uses ``RAGLINE_DATABASE_URL`` / ``RAGLINE_DATA_DIR`` /
+    ``./.ragline``.
+    """
+    overrides: dict[str, Any] = dict(settings)
+    if target is not None:
+        t = str(target)
+        if t.startswith(("postgresql://", "postgres://")):
+            overrides["database_url"] = t
+        else:
+            overrides["data_dir"] = Path(t)
+            overrides.setdefault("database_url", None)
+    if collection is not None:
+        overrides["collection"] = collection
+    s = Settings.load(**overrides)
+    if target is not None and not str(target).startswith("postgres"):
+        s = s.model_copy(update={"database_url": None})
+    return Index(s)

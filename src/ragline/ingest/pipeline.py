@@ -1,0 +1,219 @@
+"""Ingest documents into a collection, incrementally and atomically.
+
+For each source: unchanged content (same hash, same groups) is skipped without parsing
+or embedding; changed or new content is parsed, chunked and embedded — vectors come from
+the embedding cache where the same text was embedded before — and written in one
+transaction that replaces the previous version. Chunks of several small documents are
+embedded together in batches. One broken file never stops the batch: its error is
+recorded in the report and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from ..core.errors import ParseError, RaglineError, EmptyDocumentError
+from ..core.types import Chunk, ParsedDocument, Principal
+from ..store.collections import Collection
+from ..store.db import Database
+from ..store.documents import (
+    chunks_without_embeddings,
+    set_embeddings,
+    PreparedChunk,
+    cached_embeddings,
+    list_documents,
+    store_embeddings,
+    update_groups,
+    write_document,
+)
+from .sources import Skipped, Source
+
+EMBED_BATCH_CHUNKS = 64
+
+
+@dataclass(frozen=True)
+class Failure:
+    source: str
+    reason: str
+    error: str
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+            "skipped": [s.__dict__ for s in self.skipped], "failed": [f.__dict__ for f in self.failed], "chunks": self.chunks,
+            "embedded": self.embedded, "cached": self.cached, "seconds": round(self.seconds, 3),
+            "chunks_per_s": round(self.chunks / self.seconds, 2) if self.seconds else 0.0,
+        }
+
+
+@dataclass
+class _Pending:
+    source: Source
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+    is_update: bool
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Ingestor:
+    """Ingests sources for one principal (tenant + the groups the documents are shared with)."""
+
+    def __init__(
+        self,
+        db: Database,
+        collection: Collection,
+        *,
+        embedder: Any,
+        chunker: Any,
+        analyzer: Any,
+        on_progress: Callable[[str, int], None] | None = None,
+        embed: bool = True,
+    ) -> None:
+        self.embed = embed
+        self.db = db
+        self.collection = collection
+        self.embedder = embedder
+        self.chunker = chunker
+        self.analyzer = analyzer
+        self.on_progress = on_progress or (lambda _name, _chunks: None)
+
+    def ingest(self, sources: Iterable[Source | Skipped | tuple[str, ParseError]], *,
+               owner: Principal) -> IngestReport:
+        """Ingest ``sources`` (a ``(name, error)`` pair records a source that could not be opened)."""
+        report = IngestReport()
+        t0 = time.perf_counter()
+        existing = {d.doc_key: d for d in list_documents(self.db, self.collection, owner.tenant)}
+        groups = tuple(sorted(set(owner.groups)))
+        pending: list[_Pending] = []
+        n_pending = 0
+        for src in sources:
+            if isinstance(src, Skipped):
+                report.skipped.append(src)
+                self.on_progress(src.source, 0)
+                continue
+            if isinstance(src, tuple):
+                name, err = src
+                report.failed.append(Failure(name, err.reason if isinstance(err, ParseError) else str(err),
+                                             type(err).__name__))
+                self.on_progress(name, 0)
+                continue
+            old = existing.get(src.doc_key)
+            if old is not None and old.content_hash == src.content_hash:
+                if tuple(old.groups) != groups:
+                    update_groups(self.db, self.collection, owner.tenant, src.doc_key, groups)
+                    report.updated.append(src.doc_key)
+                else:
+                    report.unchanged.append(src.doc_key)
+                self.on_progress(src.doc_key, 0)
+                continue
+            try:
+                parsed = src.load()
+                chunks = self.chunker.chunk(parsed)
+                if not chunks:
+                    raise EmptyDocumentError(src.source_uri, "no text to index after parsing")
+            except RaglineError as exc:
+                reason = exc.reason if isinstance(exc, ParseError) else str(exc)
+                report.failed.append(Failure(src.source_uri, reason, type(exc).__name__))
+                self.on_progress(src.source_uri, 0)
+                continue
+            except Exception as exc:  # a parser bug must not stop the batch
+                report.failed.append(Failure(src.source_uri, f"unexpected error: {exc!r}", type(exc).__name__))
+                self.on_progress(src.source_uri, 0)
+                continue
+            pending.append(_Pending(src, parsed, chunks, old is not None))
+            n_pending += len(chunks)
+            if n_pending >= EMBED_BATCH_CHUNKS:
+                self._flush(pending, owner, groups, report)
+                pending, n_pending = [], 0
+        if pending:
+            self._flush(pending, owner, groups, report)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _flush(self, pending: Sequence[_Pending], owner: Principal, groups: Sequence[str],
+               report: IngestReport) -> None:
+        texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
+        try:
+            vectors = cached_embeddings(self.db, self.embedder.model_id, texts)
+            report.cached += len(vectors)
+            missing = [h for h in texts if h not in vectors]
+            if missing and self.embed:
+                new = self.embedder.embed_documents([texts[h] for h in missing])
+                fresh = dict(zip(missing, new))
+                store_embeddings(self.db, self.embedder.model_id, fresh)
+                vectors.update(fresh)
+                report.embedded += len(missing)
+        except Exception as exc:
+            for p in pending:
+                report.failed.append(Failure(p.source.source_uri, f"embedding failed: {exc}", type(exc).__name__))
+            return
+        for p in pending:
+            prepared = [
+                PreparedChunk(
+                    chunk=c,
+                    embedding=vectors.get(text_hash(c.indexed_text)),
+                    terms=Counter(self.analyzer.terms(c.indexed_text)),
+                    text_hash=text_hash(c.indexed_text),
+                )
+                for c in p.chunks
+            ]
+            meta = {**p.parsed.metadata, **p.source.metadata}
+            try:
+                write_document(
+                    self.db, self.collection,
+                    doc_key=p.source.doc_key, source_uri=p.source.source_uri, title=p.parsed.title,
+                    media_type=p.parsed.media_type, content_hash=p.source.content_hash,
+                    tenant=owner.tenant, groups=groups, metadata=meta, chunks=prepared,
+                    modified_at=p.source.modified_at,
+                )
+            except Exception as exc:
+                report.failed.append(Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__))
+                continue
+            (report.updated if p.is_update else report.added).append(p.source.doc_key)
+            report.chunks += len(prepared)
+            self.on_progress(p.source.doc_key, len(prepared))
+
+
+def backfill_embeddings(db: Database, collection: Collection, embedder: Any,
+                        on_progress: Callable[[int], None] | None = None, batch: int = 256) -> int:
+    """Embed chunks stored without a vector (after a BM25-only ingest); returns how many."""
+    done = 0
+    while True:
+        todo = chunks_without_embeddings(db, collection, limit=batch)
+        if not todo:
+            return done
+        texts = {text_hash(t): t for _, t in todo}
+        vectors = cached_embeddings(db, embedder.model_id, texts)
+        missing = [h for h in texts if h not in vectors]
+        if missing:
+            fresh = dict(zip(missing, embedder.embed_documents([texts[h] for h in missing])))
+            store_embeddings(db, embedder.model_id, fresh)
+            vectors.update(fresh)
+        set_embeddings(db, [i for i, _ in todo], [vectors[text_hash(t)] for _, t in todo])
+        done += len(todo)
+        if on_progress:
+            on_progress(len(todo))

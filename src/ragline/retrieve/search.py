@@ -1,0 +1,112 @@
+"""Hybrid search: the BM25 and vector legs in parallel, fused with RRF.
+
+Both legs run inside the database with the caller's permission filter; the query is
+embedded while the BM25 leg runs. The result carries each leg's ranked candidates and
+per-stage timings, the material of a query trace.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+from ..core.errors import ConfigError
+from ..core.types import Hit, Principal
+from ..store.filters import validate_principal
+from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_search
+from .fusion import RRF_DEPTH, RRF_K, reciprocal_rank_fusion
+
+Mode = Literal["bm25", "vector", "hybrid"]
+MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str
+    hits: tuple[Hit, ...]
+    legs: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    depth: int = RRF_DEPTH
+    rrf_k: int = RRF_K
+    ef_search: int = 100
+    bm25: BM25Params = BM25Params()
+
+
+class HybridSearcher:
+    """Runs one collection's legs for a principal; holds no per-query state."""
+
+    def __init__(self, db: Any, collection: Any, embedder: Any, analyzer: Any) -> None:
+        self.db = db
+        self.collection = collection
+        self.embedder = embedder
+        self.analyzer = analyzer
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragline-leg")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+    def _bm25(self, query: str, principal: Principal, n: int, p: SearchParams) -> tuple[list, float]:
+        t = time.perf_counter()
+        res = bm25_search(self.db, self.collection, self.analyzer.terms(query), principal, n, p.bm25)
+        return res, (time.perf_counter() - t) * 1000
+
+    def _vector(self, query: str, principal: Principal, n: int, p: SearchParams) -> tuple[list, float, float]:
+        t = time.perf_counter()
+        q = self.embedder.embed_query(query)
+        t1 = time.perf_counter()
+        res = vector_search(self.db, self.collection, q, principal, n, ef_search=p.ef_search)
+        return res, (t1 - t) * 1000, (time.perf_counter() - t1) * 1000
+
+    def search(
+        self,
+        query: str,
+        principal: Principal,
+        *,
+        k: int = 10,
+        mode: str = "hybrid",
+        params: SearchParams = SearchParams(),
+    ) -> SearchResult:
+        validate_principal(principal)
+        if mode not in MODES:
+            raise ConfigError(f"unknown search mode {mode!r}; choose one of: {', '.join(MODES)}")
+        if k <= 0:
+            raise ConfigError(f"k must be a positive number of results, got {k}")
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        legs: dict[str, list[tuple[int, float]]] = {}
+        n = max(k, params.depth) if mode == "hybrid" else k
+        if mode in ("bm25", "hybrid"):
+            fut = self._pool.submit(self._bm25, query, principal, n, params)
+        if mode in ("vector", "hybrid"):
+            legs["vector"], timings["embed_query"], timings["vector"] = self._vector(query, principal, n, params)
+        if mode in ("bm25", "hybrid"):
+            legs["bm25"], timings["bm25"] = fut.result()
+        t_fuse = time.perf_counter()
+        if mode == "hybrid":
+            ranked = reciprocal_rank_fusion(
+                {name: [cid for cid, _ in res] for name, res in legs.items()},
+                k=params.rrf_k, depth=params.depth,
+            )[:k]
+            stage = "rrf"
+        else:
+            ranked = legs[mode][:k]
+            stage = mode
+        timings["fuse"] = (time.perf_counter() - t_fuse) * 1000
+        t_h = time.perf_counter()
+        rows = hydrate(self.db, [cid for cid, _ in ranked], principal)
+        leg_scores = {name: dict(res) for name, res in legs.items()}
+        leg_ranks = {name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()}
+        hits = to_hits(ranked, rows, stage=stage, leg_scores=leg_scores, leg_ranks=leg_ranks)
+        timings["hydrate"] = (time.perf_counter() - t_h) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        return SearchResult(
+            query=query, mode=mode, hits=tuple(hits),
+            legs={name: tuple(res) for name, res in legs.items()}, timings_ms=timings,
+        )

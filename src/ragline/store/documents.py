@@ -1,0 +1,239 @@
+"""Document lifecycle in the store: write a version atomically, delete, look up.
+
+A document's row, chunks, BM25 postings and vectors are written in ONE transaction; a
+re-ingest deletes the previous version in that same transaction, so readers see either
+the old version or the new one, never a mix, and a killed process leaves the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from ..core.types import Chunk
+from .collections import Collection
+from .db import Database
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    id: int
+    doc_key: str
+    source_uri: str
+    title: str
+    media_type: str
+    content_hash: str
+    version: int
+    tenant: str
+    groups: tuple[str, ...]
+    n_chunks: int
+    ingested_at: datetime
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """A chunk ready to store: its vector, its BM25 terms and its text hash."""
+
+    chunk: Chunk
+    embedding: "np.ndarray | None"
+    terms: Counter[str]
+    text_hash: str
+
+
+_DOC_COLS = (
+    "id, doc_key, source_uri, title, media_type, content_hash, version, tenant, groups, "
+    "n_chunks, ingested_at, metadata"
+)
+
+
+def _doc(r: Any) -> DocumentRecord:
+    return DocumentRecord(
+        id=r[0], doc_key=r[1], source_uri=r[2], title=r[3], media_type=r[4], content_hash=r[5],
+        version=r[6], tenant=r[7], groups=tuple(r[8]), n_chunks=r[9], ingested_at=r[10],
+        metadata=r[11] or {},
+    )
+
+
+def _lock_key(conn: Any, collection: Collection, tenant: str, doc_key: str) -> None:
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (f"doc:{collection.id}:{tenant}:{doc_key}",),
+    )
+
+
+def get_document(db: Database, collection: Collection, tenant: str, doc_key: str) -> DocumentRecord | None:
+    with db.connection() as conn:
+        r = conn.execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = %s AND is_current",
+            (collection.id, tenant, doc_key),
+        ).fetchone()
+        return _doc(r) if r else None
+
+
+def list_documents(db: Database, collection: Collection, tenant: str | None = None) -> list[DocumentRecord]:
+    with db.connection() as conn:
+        if tenant is None:
+            rows = conn.execute(
+                f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND is_current ORDER BY doc_key",
+                (collection.id,),
+            )
+        else:
+            rows = conn.execute(
+                f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND tenant = %s "
+                "AND is_current ORDER BY doc_key",
+                (collection.id, tenant),
+            )
+        return [_doc(r) for r in rows]
+
+
+def write_document(
+    db: Database,
+    collection: Collection,
+    *,
+    doc_key: str,
+    source_uri: str,
+    title: str,
+    media_type: str,
+    content_hash: str,
+    tenant: str,
+    groups: Sequence[str],
+    metadata: Mapping[str, Any],
+    chunks: Sequence[PreparedChunk],
+    modified_at: datetime | None = None,
+    language: str | None = None,
+) -> DocumentRecord:
+    """Store a new version of a document, replacing the current one atomically."""
+    groups = sorted(set(groups))
+    with db.connection() as conn:
+        # Atomicity is untouched (the transaction is all or nothing); only the fsync wait
+        # at commit is skipped: an OS crash may lose the last few commits, which the next
+        # ingest of the unchanged sources redoes.
+        conn.execute("SET LOCAL synchronous_commit = off")
+        _lock_key(conn, collection, tenant, doc_key)
+        old = conn.execute(
+            "SELECT id, version FROM documents WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = %s AND is_current",
+            (collection.id, tenant, doc_key),
+        ).fetchone()
+        version = 1
+        if old is not None:
+            version = old[1] + 1
+            conn.execute("DELETE FROM documents WHERE id = %s", (old[0],))
+        r = conn.execute(
+            "INSERT INTO documents (collection_id, doc_key, source_uri, title, media_type, content_hash, "
+            "version, tenant, groups, metadata, language, modified_at, n_chunks) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            f"RETURNING {_DOC_COLS}",
+            (
+                collection.id, doc_key, source_uri, title, media_type, content_hash, version,
+                tenant, groups, json.dumps(dict(metadata), default=str), language, modified_at,
+                len(chunks),
+            ),
+        ).fetchone()
+        doc = _doc(r)
+        if chunks:
+            ids = [
+                x[0]
+                for x in conn.execute(
+                    "SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, %s)",
+                    (len(chunks),),
+                )
+            ]
+            with conn.cursor() as cur:
+                with cur.copy(
+                    "COPY chunks (id, document_id, collection_id, tenant, groups, ordinal, heading_path, "
+                    "page, char_start, char_end, header, text, token_count, n_terms, text_hash, embedding) "
+                    "FROM STDIN"
+                ) as cp:
+                    for cid, pc in zip(ids, chunks):
+                        c = pc.chunk
+                        cp.write_row((
+                            cid, doc.id, collection.id, tenant, groups, c.ordinal, list(c.heading_path),
+                            c.page, c.char_start, c.char_end, c.header, c.text, c.token_count,
+                            sum(pc.terms.values()), pc.text_hash, pc.embedding,
+                        ))
+                with cur.copy("COPY postings (collection_id, tenant, term, chunk_id, tf) FROM STDIN") as cp:
+                    for cid, pc in zip(ids, chunks):
+                        for term, tf in pc.terms.items():
+                            cp.write_row((collection.id, tenant, term, cid, tf))
+        return doc
+
+
+def update_groups(db: Database, collection: Collection, tenant: str, doc_key: str, groups: Sequence[str]) -> bool:
+    """Change who may read a document without re-embedding it (document and chunks together)."""
+    groups = sorted(set(groups))
+    with db.connection() as conn:
+        _lock_key(conn, collection, tenant, doc_key)
+        r = conn.execute(
+            "UPDATE documents SET groups = %s WHERE collection_id = %s AND tenant = %s AND doc_key = %s "
+            "AND is_current RETURNING id",
+            (groups, collection.id, tenant, doc_key),
+        ).fetchone()
+        if r is None:
+            return False
+        conn.execute("UPDATE chunks SET groups = %s WHERE document_id = %s", (groups, r[0]))
+        return True
+
+
+def delete_document(db: Database, collection: Collection, tenant: str, doc_key: str) -> int:
+    """Delete every version of a document and everything derived from it; returns rows removed."""
+    with db.connection() as conn:
+        _lock_key(conn, collection, tenant, doc_key)
+        cur = conn.execute(
+            "DELETE FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s",
+            (collection.id, tenant, doc_key),
+        )
+        return cur.rowcount
+
+
+def cached_embeddings(db: Database, model_id: str, hashes: Iterable[str]) -> dict[str, "np.ndarray"]:
+    hashes = list(set(hashes))
+    if not hashes:
+        return {}
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT text_hash, embedding FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
+            (model_id, hashes),
+        )
+        return {h: v for h, v in rows}
+
+
+def store_embeddings(db: Database, model_id: str, items: Mapping[str, "np.ndarray"]) -> None:
+    if not items:
+        return
+    with db.connection() as conn, conn.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS _emb_in (text_hash text, embedding vector) ON COMMIT DELETE ROWS"
+        )
+        with cur.copy("COPY _emb_in (text_hash, embedding) FROM STDIN") as cp:
+            for h, v in items.items():
+                cp.write_row((h, v))
+        cur.execute(
+            "INSERT INTO embedding_cache (model_id, text_hash, embedding) "
+            "SELECT %s, text_hash, embedding FROM _emb_in ON CONFLICT DO NOTHING",
+            (model_id,),
+        )
+
+
+def chunks_without_embeddings(db: Database, collection: Collection, limit: int = 256) -> list[tuple[int, str]]:
+    """(chunk id, indexed text) of chunks stored without a vector (BM25-only ingests)."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT id, CASE WHEN header = '' THEN text ELSE header || E'\\n\\n' || text END "
+            "FROM chunks WHERE collection_id = %s AND embedding IS NULL ORDER BY id LIMIT %s",
+            (collection.id, limit),
+        ).fetchall()
+    return [(int(r[0]), r[1]) for r in rows]
+
+
+def set_embeddings(db: Database, ids: Sequence[int], vectors: Sequence["np.ndarray"]) -> None:
+    with db.connection() as conn, conn.cursor() as cur:
+        cur.executemany("UPDATE chunks SET embedding = %s WHERE id = %s", list(zip(vectors, ids)))

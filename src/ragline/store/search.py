@@ -1,0 +1,174 @@
+"""The two retrieval legs, as SQL over the permission-filtered chunks of a collection.
+
+BM25 (Okapi, Lucene's form): for each distinct query term t,
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score += idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+with N, avgdl and df computed over the caller's tenant's current chunks of the
+collection (so scores never depend on another tenant's documents), dl = the chunk's
+number of terms, k1 = 1.2 and b = 0.75 by default. This is the formula of Lucene >= 8
+and of bm25s' "lucene" method; ``ts_rank`` is not used anywhere.
+
+Vector: cosine distance on the collection's partial HNSW index with
+``hnsw.iterative_scan = relaxed_order`` (so a filtered query still returns k rows) and a
+per-query ``hnsw.ef_search``; when the permitted rows are few, an exact scan instead.
+Both legs apply :func:`ragline.store.filters.acl_sql` inside their WHERE clause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..core.types import Hit, Principal
+from .collections import Collection
+from .db import Database
+from .filters import acl_sql
+
+if TYPE_CHECKING:
+    import numpy as np
+
+K1 = 1.2
+B = 0.75
+EXACT_SCAN_BELOW = 2000
+"""Filters permitting fewer chunks than this use an exact scan instead of HNSW."""
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = K1
+    b: float = B
+
+
+def bm25_search(
+    db: Database,
+    collection: Collection,
+    terms: Sequence[str],
+    principal: Principal,
+    k: int,
+    params: BM25Params = BM25Params(),
+) -> list[tuple[int, float]]:
+    """(chunk id, BM25 score) of the top ``k`` permitted chunks, best first."""
+    acl, acl_params = acl_sql(principal, "c")
+    uniq = sorted(set(terms))
+    if not uniq or k <= 0:
+        return []
+    sql = f"""
+    WITH q AS (SELECT unnest(%(terms)s::text[]) AS term),
+    stats AS MATERIALIZED (
+        SELECT count(*)::float8 AS n, coalesce(avg(c.n_terms), 0)::float8 AS avgdl
+        FROM chunks c WHERE c.collection_id = %(cid)s AND c.tenant = %(acl_tenant)s AND c.is_current
+    ),
+    df AS MATERIALIZED (
+        SELECT p.term, count(*)::float8 AS df
+        FROM postings p JOIN chunks c ON c.id = p.chunk_id
+        WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[])
+          AND c.is_current
+        GROUP BY p.term
+    )
+    SELECT p.chunk_id,
+           sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+               * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * c.n_terms / stats.avgdl))) AS score
+    FROM postings p
+    JOIN df ON df.term = p.term
+    JOIN chunks c ON c.id = p.chunk_id
+    CROSS JOIN stats
+    WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND {acl}
+    GROUP BY p.chunk_id
+    ORDER BY score DESC, p.chunk_id
+    LIMIT %(k)s
+    """
+    with db.connection() as conn:
+        rows = conn.execute(
+            sql, {"terms": uniq, "cid": collection.id, "k": k, "k1": params.k1, "b": params.b, **acl_params}
+        ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def vector_search(
+    db: Database,
+    collection: Collection,
+    query_vector: "np.ndarray",
+    principal: Principal,
+    k: int,
+    *,
+    ef_search: int = 100,
+    exact_below: int = EXACT_SCAN_BELOW,
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the ``k`` nearest permitted chunks, best first."""
+    acl, acl_params = acl_sql(principal, "c")
+    if k <= 0:
+        return []
+    dim = collection.dim
+    params = {"cid": collection.id, "q": query_vector, "k": k, "cap": exact_below, **acl_params}
+    with db.connection() as conn:
+        permitted = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.collection_id = %(cid)s AND {acl} "
+            "LIMIT %(cap)s) s",
+            params,
+        ).fetchone()[0]
+        if permitted < exact_below:
+            # Few rows: an exact scan is both faster and perfectly accurate. The expression
+            # does not match the HNSW index's, so the planner cannot pick the index.
+            sql = f"""
+            SELECT c.id, c.embedding <=> %(q)s::vector AS dist FROM chunks c
+            WHERE c.collection_id = %(cid)s AND {acl}
+            ORDER BY dist, c.id LIMIT %(k)s"""
+        else:
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(ef_search), k)}")
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            sql = f"""
+            SELECT id, dist FROM (
+                SELECT c.id, c.embedding::vector({dim}) <=> %(q)s::vector({dim}) AS dist FROM chunks c
+                WHERE c.collection_id = %(cid)s AND {acl}
+                ORDER BY c.embedding::vector({dim}) <=> %(q)s::vector({dim}) LIMIT %(k)s
+            ) s ORDER BY dist, id"""
+        rows = conn.execute(sql, params).fetchall()
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+
+_HIT_SQL = """
+SELECT c.id, c.document_id, d.doc_key, d.title, d.source_uri, c.text, c.heading_path, c.page,
+       c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type
+FROM chunks c JOIN documents d ON d.id = c.document_id
+WHERE c.id = ANY(%(ids)s) AND {acl}
+"""
+
+
+def hydrate(db: Database, ids: Sequence[int], principal: Principal) -> dict[int, dict[str, Any]]:
+    """Chunk and document fields for ``ids`` — re-checked against the permission filter."""
+    acl, acl_params = acl_sql(principal, "c")
+    if not ids:
+        return {}
+    with db.connection() as conn:
+        rows = conn.execute(_HIT_SQL.format(acl=acl), {"ids": list(ids), **acl_params}).fetchall()
+    out: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        out[int(r[0])] = {
+            "chunk_id": int(r[0]), "document_id": int(r[1]), "doc_key": r[2], "title": r[3],
+            "source": r[4], "text": r[5], "heading_path": tuple(r[6] or ()), "page": r[7],
+            "ordinal": r[8],
+            "metadata": {**(r[9] or {}), "version": r[10], "ingested_at": r[11].isoformat(),
+                         "media_type": r[12]},
+        }
+    return out
+
+
+def to_hits(
+    ranked: Sequence[tuple[int, float]],
+    rows: dict[int, dict[str, Any]],
+    *,
+    stage: str,
+    leg_scores: dict[str, dict[int, float]] | None = None,
+    leg_ranks: dict[str, dict[int, int]] | None = None,
+) -> list[Hit]:
+    hits = []
+    for rank, (cid, score) in enumerate(ranked, start=1):
+        row = rows.get(cid)
+        if row is None:  # vanished (deleted concurrently) or not permitted: never shown
+            continue
+        scores = {name: s[cid] for name, s in (leg_scores or {}).items() if cid in s}
+        ranks = {name: r[cid] for name, r in (leg_ranks or {}).items() if cid in r}
+        scores[stage] = score
+        ranks[stage] = rank
+        hits.append(Hit(score=score, rank=len(hits) + 1, scores=scores, ranks=ranks, **row))
+    return hits

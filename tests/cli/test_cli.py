@@ -1,0 +1,126 @@
+"""The `ragline` command at the boundary users touch: real model, real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ragline.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "docs"
+SHARED = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture()
+def run(pg_url, schema):
+    runner = CliRunner()
+    env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
+
+    def _run(*args: str, code: int = 0):
+        res = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
+        assert res.exit_code == code, res.output
+        return res
+
+    return _run
+
+
+def test_ingest_search_ask_delete_status(run, tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, docs)
+    out = json.loads(run("ingest", str(docs), "--json").output)
+    assert len(out["added"]) == len(list(docs.iterdir())) and out["failed"] == []
+    assert out["chunks"] > 10 and out["embedded"] == out["chunks"]
+
+    again = json.loads(run("ingest", str(docs), "--json").output)
+    assert again["embedded"] == 0 and len(again["unchanged"]) == len(out["added"])
+
+    hits = json.loads(run("search", "ERR_4021", "--json", "-k", "3").output)["hits"]
+    assert hits and "ERR_4021" in hits[0]["text"]
+    assert set(hits[0]["scores"]) >= {"rrf"}
+
+    readable = run("search", "travel per diem").output
+    assert "[1]" in readable and "travel" in readable.lower()
+
+    ans = json.loads(run("ask", "How long does the X-570 battery last on a full charge?", "--json").output)
+    assert not ans["abstained"]
+    assert re.search(r"\[\d+\]", ans["answer"])
+    assert "10 hours" in ans["answer"]
+    assert ans["citations"][0]["source"].endswith("x570-user-manual.md")
+    text = run("ask", "How long does the X-570 battery last on a full charge?").output
+    assert "Sources:" in text and "[1]" in text
+
+    st = json.loads(run("status", "--json").output)
+    assert st["documents"] == len(out["added"]) and st["embedder"].startswith("all-MiniLM")
+
+    target = str(docs / "release-notes.txt")
+    assert json.loads(run("delete", target, "--json").output)["deleted"] == [target]
+    run("delete", target, code=1)
+    assert json.loads(run("status", "--json").output)["documents"] == len(out["added"]) - 1
+
+
+def test_failed_files_set_exit_code_and_are_named(run, tmp_path):
+    (tmp_path / "ok.md").write_text("# Fine\n\nA fine document about otters.\n")
+    (tmp_path / "empty.md").write_bytes(b"")
+    res = run("ingest", str(tmp_path), code=1)
+    assert "1 added" in res.output and "1 failed" in res.output
+    assert "empty.md" in res.output
+
+
+def test_permissions_via_cli(run, tmp_path):
+    (tmp_path / "hr.md").write_text("# Salaries\n\nThe salary band for level 3 is confidential.\n")
+    run("ingest", str(tmp_path / "hr.md"), "--tenant", "acme", "--groups", "hr")
+    assert json.loads(run("search", "salary band", "--tenant", "acme", "--json").output)["hits"] == []
+    assert json.loads(run("search", "salary band", "--tenant", "other", "--groups", "hr", "--json").output)["hits"] == []
+    assert json.loads(run("search", "salary band", "--tenant", "acme", "--groups", "hr", "--json").output)["hits"]
+
+
+def test_bad_arguments_give_clear_errors(run):
+    res = run("search", "x", "--mode", "magic", code=2)
+    assert "magic" in res.output
+    res = run("search", "   ", code=1)
+    assert "empty" in res.output
+
+
+@pytest.mark.skipif(not (SHARED / "scifact").exists(), reason="../shared/data/scifact not present")
+def test_eval_retrieval_bm25_subset(run):
+    out = json.loads(run("eval", "retrieval", "--beir", str(SHARED / "scifact"), "--mode", "bm25",
+                         "--limit", "40", "--json").output)
+    for key in ("ndcg@10", "recall@100", "mrr@10", "map@100", "queries"):
+        assert key in out
+    assert out["queries"] == 40
+    assert out["ndcg@10"] > 0.55  # full-set BM25 scores 0.685
+    again = json.loads(run("eval", "retrieval", "--beir", str(SHARED / "scifact"), "--mode", "bm25",
+                           "--limit", "40", "--json").output)
+    assert again["documents_added"] == 0 and again["documents_unchanged"] == 5183
+    assert again["ndcg@10"] == out["ndcg@10"]
+
+
+def test_embedded_server_lifecycle_with_concurrent_commands(tmp_path):
+    """Two commands at once on a fresh data dir share one server; `server stop` stops it."""
+    data = tmp_path / "d"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLINE_")}
+    exe = [sys.executable, "-m", "ragline.cli.main", "--data-dir", str(data)]
+    (tmp_path / "n.md").write_text("# Note\n\nWombats dig burrows.\n")
+    procs = [subprocess.Popen(exe + ["status", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    info = json.loads(subprocess.run(exe + ["server", "status", "--json"], capture_output=True, text=True,
+                                     env=env, check=True).stdout)
+    assert info["running"] and info["pid"]
+    pids = subprocess.run(["pgrep", "-f", f"postgres -D {data}"], capture_output=True, text=True).stdout.split()
+    assert len(pids) == 1
+    r = subprocess.run(exe + ["server", "stop"], capture_output=True, text=True, env=env, check=True)
+    assert "stopped" in r.stdout
+    info = json.loads(subprocess.run(exe + ["server", "status", "--json"], capture_output=True, text=True,
+                                     env=env, check=True).stdout)
+    assert not info["running"]

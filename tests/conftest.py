@@ -1,0 +1,81 @@
+"""Shared fixtures: one real embedded PostgreSQL (pgvector) for the whole session.
+
+Each test that needs a store gets a fresh PostgreSQL schema of its own, so tests are
+isolated without paying a server start each. Set RAGLINE_TEST_DATABASE_URL to run the
+suite against another PostgreSQL (>= 15 with pgvector >= 0.8).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+EXAMPLES = REPO / "examples" / "docs"
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory):
+    url = os.environ.get("RAGLINE_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    from ragline.store.server import ensure_server, stop_server
+
+    data_dir = tmp_path_factory.mktemp("ragline-data")
+    yield ensure_server(data_dir)
+    stop_server(data_dir)
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture()
+def schema(pg_url: str):
+    """A unique schema name, dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:10]}_{next(_counter)}"
+    yield name
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+def make_index(pg_url: str, schema: str, *, embedder=None, **settings):
+    from ragline.core.settings import Settings
+    from ragline.index import Index
+
+    s = Settings(database_url=pg_url, db_schema=schema, **settings)
+    return Index(s, embedder=embedder)
+
+
+@pytest.fixture()
+def fake_index(pg_url: str, schema: str):
+    """An index on a real PostgreSQL with a deterministic fake embedder (logic tests at scale)."""
+    from tests.fakes import FakeEmbedder
+
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder())
+    yield idx
+    idx.close()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real default embedder, loaded once."""
+    from ragline.embed.minilm import MiniLMEmbedder
+
+    e = MiniLMEmbedder(threads=2)
+    e.warm_up()
+    return e
+
+
+@pytest.fixture()
+def real_index(pg_url: str, schema: str, minilm):
+    idx = make_index(pg_url, schema, embedder=minilm)
+    yield idx
+    idx.close()
