@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,7 +37,11 @@ class FakeEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
-        return np.vstack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+        return (
+            np.vstack([self._vec(t) for t in texts])
+            if texts
+            else np.zeros((0, self.dim), np.float32)
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         self.calls += 1

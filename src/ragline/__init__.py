@@ -12,13 +12,22 @@ from .core.errors import RaglineError
 from .core.types import ABSTAIN_SENTENCE, Answer, Citation, Hit, Principal
 
 __version__ = "0.1.0"
-__all__ = ["open", "Index", "Answer", "Citation", "Hit", "Principal", "RaglineError", "ABSTAIN_SENTENCE"]
+__all__ = [
+    "open",
+    "Index",
+    "Answer",
+    "Citation",
+    "Hit",
+    "Principal",
+    "RaglineError",
+    "ABSTAIN_SENTENCE",
+]
 
 if TYPE_CHECKING:
     from .index import Index
 
 
-def open(target: Any = None, **kwargs: Any) -> "Index":  # noqa: A001 - the documented name
+def open(target: Any = None, **kwargs: Any) -> Index:  # noqa: A001 - the documented name
     """Open a ragline index on a data directory or a ``postgresql://`` URL (see :func:`ragline.index.open`)."""
     from .index import open as _open
 

@@ -6,8 +6,9 @@ used alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from .core.errors import ConfigError
 from .core.settings import Settings
@@ -31,7 +32,9 @@ class Index:
         from .store.db import resolve_database
 
         self.settings = settings
-        self.db = resolve_database(settings.database_url or settings.data_dir, schema=settings.db_schema)
+        self.db = resolve_database(
+            settings.database_url or settings.data_dir, schema=settings.db_schema
+        )
         self.embedder = embedder or get_embedder(settings.embedder)
         self.analyzer = get_analyzer(settings.language)
         self.chunker = SectionChunker(
@@ -40,8 +43,12 @@ class Index:
             count_tokens=self.embedder.count_tokens,
         )
         self.collection = ensure_collection(
-            self.db, settings.collection, embedder=self.embedder.model_id, dim=self.embedder.dim,
-            analyzer=self.analyzer.name, chunker=self.chunker.name,
+            self.db,
+            settings.collection,
+            embedder=self.embedder.model_id,
+            dim=self.embedder.dim,
+            analyzer=self.analyzer.name,
+            chunker=self.chunker.name,
         )
         self._searcher: Any = None
 
@@ -65,7 +72,8 @@ class Index:
             for path, err in iter_files(paths):
                 if isinstance(err, Skipped):
                     yield err
-                elif err is not None:
+                    continue
+                if err is not None:
                     yield (str(path), err)
                     continue
                 try:
@@ -75,16 +83,28 @@ class Index:
 
         return self.ingest_sources(sources(), tenant=tenant, groups=groups, on_progress=on_progress)
 
-    def ingest_sources(self, sources: Iterable[Any], *, tenant: str = "default",
-                       groups: Iterable[str] | str | None = None,
-                       on_progress: Callable[[str, int], None] | None = None,
-                       embed: bool = True) -> Any:
+    def ingest_sources(
+        self,
+        sources: Iterable[Any],
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        on_progress: Callable[[str, int], None] | None = None,
+        embed: bool = True,
+    ) -> Any:
         from .ingest.pipeline import Ingestor
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
-        ing = Ingestor(self.db, self.collection, embedder=self.embedder, chunker=self.chunker,
-                       analyzer=self.analyzer, on_progress=on_progress, embed=embed)
+        ing = Ingestor(
+            self.db,
+            self.collection,
+            embedder=self.embedder,
+            chunker=self.chunker,
+            analyzer=self.analyzer,
+            on_progress=on_progress,
+            embed=embed,
+        )
         return ing.ingest(sources, owner=owner)
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
@@ -114,29 +134,60 @@ class Index:
             self._searcher = HybridSearcher(self.db, self.collection, self.embedder, self.analyzer)
         return self._searcher
 
-    def search_result(self, query: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
-                      k: int | None = None, mode: str = "hybrid") -> Any:
+    def search_result(
+        self,
+        query: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        k: int | None = None,
+        mode: str = "hybrid",
+    ) -> Any:
         from .retrieve.search import SearchParams
 
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
-        params = SearchParams(depth=self.settings.rrf_depth, rrf_k=self.settings.rrf_k,
-                              ef_search=self.settings.ef_search)
-        return self.searcher.search(query, _principal(tenant, groups), k=k or self.settings.top_k,
-                                    mode=mode, params=params)
+        params = SearchParams(
+            depth=self.settings.rrf_depth,
+            rrf_k=self.settings.rrf_k,
+            ef_search=self.settings.ef_search,
+        )
+        return self.searcher.search(
+            query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params
+        )
 
-    def search(self, query: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
-               k: int | None = None, mode: str = "hybrid") -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        k: int | None = None,
+        mode: str = "hybrid",
+    ) -> list[Hit]:
         """The top ``k`` chunks the caller may read, best first."""
         return list(self.search_result(query, tenant=tenant, groups=groups, k=k, mode=mode).hits)
 
-    def ask(self, question: str, *, tenant: str = "default", groups: Iterable[str] | str | None = None,
-            k: int | None = None, mode: str = "hybrid") -> Answer:
+    def ask(
+        self,
+        question: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        k: int | None = None,
+        mode: str = "hybrid",
+    ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
         from .generate import ExtractiveAnswerer
 
-        hits = self.search(question, tenant=tenant, groups=groups, k=k or self.settings.answer_passages, mode=mode)
-        kwargs = {} if self.settings.min_evidence is None else {"min_evidence": self.settings.min_evidence}
+        hits = self.search(
+            question, tenant=tenant, groups=groups, k=k or self.settings.answer_passages, mode=mode
+        )
+        kwargs = (
+            {}
+            if self.settings.min_evidence is None
+            else {"min_evidence": self.settings.min_evidence}
+        )
         return ExtractiveAnswerer(language=self.settings.language, **kwargs).answer(question, hits)
 
     # -- admin ----------------------------------------------------------------------
@@ -164,7 +215,9 @@ class Index:
             "tenants": {t: n for t, n in tenants},
             "embedding_cache_entries": cache,
             "schema_version": version,
-            "database": self.settings.database_url and "external" or f"embedded ({Path(self.settings.data_dir).resolve()})",
+            "database": self.settings.database_url
+            and "external"
+            or f"embedded ({Path(self.settings.data_dir).resolve()})",
             "database_bytes": size,
         }
 
@@ -173,14 +226,16 @@ class Index:
             self._searcher.close()
         self.db.close()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def open(target: str | Path | None = None, *, collection: str | None = None, **settings: Any) -> Index:  # noqa: A001
+def open(
+    target: str | Path | None = None, *, collection: str | None = None, **settings: Any
+) -> Index:  # noqa: A001
     """Open (creating if needed) a ragline index.
 
     ``target`` is a data directory (embedded PostgreSQL, started on demand) or a

@@ -50,7 +50,9 @@ def test_ingest_search_ask_delete_status(run, tmp_path):
     readable = run("search", "travel per diem").output
     assert "[1]" in readable and "travel" in readable.lower()
 
-    ans = json.loads(run("ask", "How long does the X-570 battery last on a full charge?", "--json").output)
+    ans = json.loads(
+        run("ask", "How long does the X-570 battery last on a full charge?", "--json").output
+    )
     assert not ans["abstained"]
     assert re.search(r"\[\d+\]", ans["answer"])
     assert "10 hours" in ans["answer"]
@@ -78,9 +80,18 @@ def test_failed_files_set_exit_code_and_are_named(run, tmp_path):
 def test_permissions_via_cli(run, tmp_path):
     (tmp_path / "hr.md").write_text("# Salaries\n\nThe salary band for level 3 is confidential.\n")
     run("ingest", str(tmp_path / "hr.md"), "--tenant", "acme", "--groups", "hr")
-    assert json.loads(run("search", "salary band", "--tenant", "acme", "--json").output)["hits"] == []
-    assert json.loads(run("search", "salary band", "--tenant", "other", "--groups", "hr", "--json").output)["hits"] == []
-    assert json.loads(run("search", "salary band", "--tenant", "acme", "--groups", "hr", "--json").output)["hits"]
+    assert (
+        json.loads(run("search", "salary band", "--tenant", "acme", "--json").output)["hits"] == []
+    )
+    assert (
+        json.loads(
+            run("search", "salary band", "--tenant", "other", "--groups", "hr", "--json").output
+        )["hits"]
+        == []
+    )
+    assert json.loads(
+        run("search", "salary band", "--tenant", "acme", "--groups", "hr", "--json").output
+    )["hits"]
 
 
 def test_bad_arguments_give_clear_errors(run):
@@ -92,14 +103,36 @@ def test_bad_arguments_give_clear_errors(run):
 
 @pytest.mark.skipif(not (SHARED / "scifact").exists(), reason="../shared/data/scifact not present")
 def test_eval_retrieval_bm25_subset(run):
-    out = json.loads(run("eval", "retrieval", "--beir", str(SHARED / "scifact"), "--mode", "bm25",
-                         "--limit", "40", "--json").output)
+    out = json.loads(
+        run(
+            "eval",
+            "retrieval",
+            "--beir",
+            str(SHARED / "scifact"),
+            "--mode",
+            "bm25",
+            "--limit",
+            "40",
+            "--json",
+        ).output
+    )
     for key in ("ndcg@10", "recall@100", "mrr@10", "map@100", "queries"):
         assert key in out
     assert out["queries"] == 40
     assert out["ndcg@10"] > 0.55  # full-set BM25 scores 0.685
-    again = json.loads(run("eval", "retrieval", "--beir", str(SHARED / "scifact"), "--mode", "bm25",
-                           "--limit", "40", "--json").output)
+    again = json.loads(
+        run(
+            "eval",
+            "retrieval",
+            "--beir",
+            str(SHARED / "scifact"),
+            "--mode",
+            "bm25",
+            "--limit",
+            "40",
+            "--json",
+        ).output
+    )
     assert again["documents_added"] == 0 and again["documents_unchanged"] == 5183
     assert again["ndcg@10"] == out["ndcg@10"]
 
@@ -110,17 +143,43 @@ def test_embedded_server_lifecycle_with_concurrent_commands(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLINE_")}
     exe = [sys.executable, "-m", "ragline.cli.main", "--data-dir", str(data)]
     (tmp_path / "n.md").write_text("# Note\n\nWombats dig burrows.\n")
-    procs = [subprocess.Popen(exe + ["status", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            exe + ["status", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=180) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
-    info = json.loads(subprocess.run(exe + ["server", "status", "--json"], capture_output=True, text=True,
-                                     env=env, check=True).stdout)
+    info = json.loads(
+        subprocess.run(
+            exe + ["server", "status", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout
+    )
     assert info["running"] and info["pid"]
-    pids = subprocess.run(["pgrep", "-f", f"postgres -D {data}"], capture_output=True, text=True).stdout.split()
+    pids = subprocess.run(
+        ["pgrep", "-f", f"postgres -D {data}"], capture_output=True, text=True
+    ).stdout.split()
     assert len(pids) == 1
-    r = subprocess.run(exe + ["server", "stop"], capture_output=True, text=True, env=env, check=True)
+    r = subprocess.run(
+        exe + ["server", "stop"], capture_output=True, text=True, env=env, check=True
+    )
     assert "stopped" in r.stdout
-    info = json.loads(subprocess.run(exe + ["server", "status", "--json"], capture_output=True, text=True,
-                                     env=env, check=True).stdout)
+    info = json.loads(
+        subprocess.run(
+            exe + ["server", "status", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout
+    )
     assert not info["running"]

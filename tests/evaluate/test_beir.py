@@ -38,8 +38,13 @@ def _jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-def write_beir(root: Path, *, corpus: str | None = None, queries: str | None = None,
-               qrels: dict[str, str] | None = None) -> Path:
+def write_beir(
+    root: Path,
+    *,
+    corpus: str | None = None,
+    queries: str | None = None,
+    qrels: dict[str, str] | None = None,
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "corpus.jsonl").write_text(_jsonl(CORPUS) if corpus is None else corpus)
     (root / "queries.jsonl").write_text(_jsonl(QUERIES) if queries is None else queries)
@@ -55,8 +60,9 @@ def tiny(tmp_path: Path) -> Path:
 
 
 # ------------------------------------------------------------------- SciFact
-@pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(),
-                    reason=f"SciFact BEIR data not found at {SCIFACT}")
+@pytest.mark.skipif(
+    not (SCIFACT / "corpus.jsonl").is_file(), reason=f"SciFact BEIR data not found at {SCIFACT}"
+)
 def test_scifact_counts() -> None:
     ds = load_beir(SCIFACT)
     assert (ds.name, ds.split) == ("scifact", "test")
@@ -164,13 +170,17 @@ def test_missing_qrels_folder(tiny: Path) -> None:
         ('{"_id": "d1", "text": 5}\n', 1, '"text" must be a string'),
         ('{"_id": "d1", "title": ["x"], "text": "a"}\n', 1, '"title" must be a string'),
         ('{"_id": "d1", "text": "a", "metadata": "x"}\n', 1, '"metadata"'),
-        ('{"_id": "d1", "text": "a"}\n{"_id": "d2"}\n\n{"_id": "d1", "text": "b"}\n', 4,
-         "duplicate doc id 'd1' .*line 1"),
+        (
+            '{"_id": "d1", "text": "a"}\n{"_id": "d2"}\n\n{"_id": "d1", "text": "b"}\n',
+            4,
+            "duplicate doc id 'd1' .*line 1",
+        ),
     ],
 )
 def test_malformed_corpus(tmp_path: Path, corpus: str, line: int, reason: str) -> None:
-    root = write_beir(tmp_path / "ds", corpus=corpus,
-                      qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\n"})
+    root = write_beir(
+        tmp_path / "ds", corpus=corpus, qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\n"}
+    )
     with pytest.raises(BeirFormatError, match=reason) as err:
         load_beir(root)
     assert err.value.line == line
@@ -188,8 +198,9 @@ def test_malformed_corpus(tmp_path: Path, corpus: str, line: int, reason: str) -
     ],
 )
 def test_malformed_queries(tmp_path: Path, queries: str, line: int, reason: str) -> None:
-    root = write_beir(tmp_path / "ds", queries=queries,
-                      qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\n"})
+    root = write_beir(
+        tmp_path / "ds", queries=queries, qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\n"}
+    )
     with pytest.raises(BeirFormatError, match=reason) as err:
         load_beir(root)
     assert err.value.line == line and err.value.path.name == "queries.jsonl"
@@ -216,8 +227,9 @@ def test_malformed_qrels(tmp_path: Path, qrels: str, line: int, reason: str) -> 
 
 
 def test_judged_query_missing_from_queries(tmp_path: Path) -> None:
-    root = write_beir(tmp_path / "ds",
-                      qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq9\td1\t1\n"})
+    root = write_beir(
+        tmp_path / "ds", qrels={"test": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq9\td1\t1\n"}
+    )
     with pytest.raises(ConfigError, match=r"1 queries judged.*'q9'"):
         load_beir(root)
 

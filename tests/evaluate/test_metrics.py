@@ -77,8 +77,14 @@ def test_fewer_results_than_k() -> None:
 def test_no_relevant_retrieved() -> None:
     rels = {"d1": 2, "d2": 0}
     ranking = ["x", "d2", "y"]
-    for fn in (ndcg_at_k, recall_at_k, precision_at_k, reciprocal_rank_at_k,
-               average_precision_at_k, hit_rate_at_k):
+    for fn in (
+        ndcg_at_k,
+        recall_at_k,
+        precision_at_k,
+        reciprocal_rank_at_k,
+        average_precision_at_k,
+        hit_rate_at_k,
+    ):
         assert fn(ranking, rels, 10) == 0.0, fn.__name__
 
 
@@ -92,8 +98,14 @@ def test_relevant_only_beyond_cutoff_scores_zero() -> None:
 
 
 def test_empty_ranking_and_no_relevant_docs() -> None:
-    for fn in (ndcg_at_k, recall_at_k, precision_at_k, reciprocal_rank_at_k,
-               average_precision_at_k, hit_rate_at_k):
+    for fn in (
+        ndcg_at_k,
+        recall_at_k,
+        precision_at_k,
+        reciprocal_rank_at_k,
+        average_precision_at_k,
+        hit_rate_at_k,
+    ):
         assert fn([], {"a": 1}, 10) == 0.0
         assert fn(["a"], {}, 10) == 0.0
         assert fn(["a"], {"a": 0, "b": -1}, 10) == 0.0
@@ -109,8 +121,7 @@ def test_negative_grades_are_not_relevant() -> None:
 def test_perfect_ranking_scores_one() -> None:
     rels = {"a": 3, "b": 2, "c": 1}
     ranking = ["a", "b", "c", "x"]
-    for fn in (ndcg_at_k, recall_at_k, reciprocal_rank_at_k, average_precision_at_k,
-               hit_rate_at_k):
+    for fn in (ndcg_at_k, recall_at_k, reciprocal_rank_at_k, average_precision_at_k, hit_rate_at_k):
         assert fn(ranking, rels, 10) == pytest.approx(1.0), fn.__name__
     assert precision_at_k(ranking, rels, 3) == 1.0
 
@@ -119,8 +130,13 @@ def test_duplicates_keep_first_occurrence() -> None:
     rels = {"a": 1, "b": 2}
     with_dups = ["x", "a", "x", "a", "b"]
     clean = ["x", "a", "b"]
-    for fn in (ndcg_at_k, recall_at_k, precision_at_k, reciprocal_rank_at_k,
-               average_precision_at_k):
+    for fn in (
+        ndcg_at_k,
+        recall_at_k,
+        precision_at_k,
+        reciprocal_rank_at_k,
+        average_precision_at_k,
+    ):
         for k in (1, 2, 3, 10):
             assert fn(with_dups, rels, k) == fn(clean, rels, k), (fn.__name__, k)
     # a duplicate never counts twice

@@ -49,14 +49,17 @@ def test_changed_file_replaces_old_chunks(fake_index, tmp_path):
     assert len(docs) == 1 and docs[0].version == 2
 
 
-def test_same_text_elsewhere_reuses_cached_vectors(fake_index, tmp_path):
-    (tmp_path / "one.txt").write_text("Shared paragraph about charging docks.\n")
-    fake_index.ingest(tmp_path / "one.txt")
-    texts = fake_index.embedder.texts_embedded
-    (tmp_path / "two.txt").write_text("Shared paragraph about charging docks.\n")
-    r = fake_index.ingest(tmp_path / "two.txt")
-    # header differs (title = file stem), so one new text; the body-only cache key would be wrong
-    assert r.embedded + r.cached == r.chunks
+def test_deleted_then_restored_text_comes_from_the_embedding_cache(fake_index, tmp_path):
+    f = tmp_path / "one.md"
+    f.write_text("# Docks\n\nShared paragraph about charging docks.\n\n## More\n\nA second section.\n")
+    first = fake_index.ingest(f)
+    assert first.embedded == first.chunks > 0
+    fake_index.delete(f)
+    calls = fake_index.embedder.calls
+    again = fake_index.ingest(f)
+    assert again.added and again.embedded == 0 and again.cached == again.chunks == first.chunks
+    assert fake_index.embedder.calls == calls
+    assert fake_index.search("charging docks", mode="vector")
 
 
 def test_delete_cascades(fake_index, tmp_path):
@@ -76,7 +79,9 @@ def test_bad_files_fail_alone(fake_index, tmp_path):
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "binary.txt").write_bytes(bytes(range(256)) * 20)
     (tmp_path / "bad.xyz").write_text("unknown type")
-    (tmp_path / "latin.txt").write_bytes("Caf\xe9 cr\xe8me br\xfbl\xe9e, tr\xe8s bien.".encode("cp1252"))
+    (tmp_path / "latin.txt").write_bytes(
+        "Caf\xe9 cr\xe8me br\xfbl\xe9e, tr\xe8s bien.".encode("cp1252")
+    )
     r = fake_index.ingest([tmp_path, tmp_path / "missing.md"])
     failed = {Path(f.source).name: f.reason for f in r.failed}
     assert set(failed) == {"empty.txt", "binary.txt", "missing.md"}, failed
@@ -118,13 +123,22 @@ def test_sigkill_mid_ingest_leaves_each_document_old_or_new(pg_url, schema):
     from tests.conftest import make_index
     from tests.fakes import FakeEmbedder
 
-    idx = make_index(pg_url, schema, embedder=FakeEmbedder(), chunk_max_tokens=40, chunk_overlap_tokens=0)
-    old_body = "\n\n".join(f"Paragraph {i} of version OLD with words about topic {i}." for i in range(300))
+    idx = make_index(
+        pg_url, schema, embedder=FakeEmbedder(), chunk_max_tokens=40, chunk_overlap_tokens=0
+    )
+    old_body = "\n\n".join(
+        f"Paragraph {i} of version OLD with words about topic {i}." for i in range(300)
+    )
     idx.ingest_sources([text_source(f"doc{d}", f"Doc {d}", old_body) for d in range(40)])
     script = _KILL_SCRIPT.format(repo=str(REPO), url=pg_url, schema=schema)
     for delay in (1.5, 3.0):
-        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        )
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
         finished = proc.poll() is not None

@@ -28,7 +28,9 @@ def _docs(rng: random.Random, n: int, prefix: str) -> list[tuple[str, str, str]]
     return out
 
 
-def reference_bm25(docs: dict[int, list[str]], query_terms: list[str], k1=1.2, b=0.75) -> dict[int, float]:
+def reference_bm25(
+    docs: dict[int, list[str]], query_terms: list[str], k1=1.2, b=0.75
+) -> dict[int, float]:
     n = len(docs)
     avgdl = sum(len(t) for t in docs.values()) / n
     df = Counter(t for terms in docs.values() for t in set(terms))

@@ -31,10 +31,19 @@ def test_no_leaks_across_tenants_and_groups(fake_index):
         key = f"doc{i}"
         acl[key] = (tenant, tuple(sorted(groups)))
         fake_index.ingest_sources(
-            [text_source(key, f"{topic.title()} {i}", f"Notes about {topic} number {i} for {tenant}.")],
-            tenant=tenant, groups=groups,
+            [
+                text_source(
+                    key, f"{topic.title()} {i}", f"Notes about {topic} number {i} for {tenant}."
+                )
+            ],
+            tenant=tenant,
+            groups=groups,
         )
-    principals = [Principal(t, g) for t in tenants + ["initech"] for g in [(), ("eng",), ("hr", "legal"), ("nope",)]]
+    principals = [
+        Principal(t, g)
+        for t in tenants + ["initech"]
+        for g in [(), ("eng",), ("hr", "legal"), ("nope",)]
+    ]
     checked = 0
     for p in principals:
         for topic in TOPICS:
@@ -52,29 +61,45 @@ def test_no_leaks_across_tenants_and_groups(fake_index):
     assert checked > 100
 
 
-@pytest.mark.parametrize("bad", [Principal("", ()), Principal(None, ()), Principal("a", "eng"),  # type: ignore[arg-type]
-                                 Principal("a", ("",)), None])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Principal("", ()),
+        Principal(None, ()),
+        Principal("a", "eng"),  # type: ignore[arg-type]
+        Principal("a", ("",)),
+        None,
+    ],
+)
 def test_unusable_identity_is_refused(fake_index, bad):
     fake_index.ingest_sources([text_source("x", "T", "battery charging")])
     with pytest.raises(AccessError):
         fake_index.searcher.search("battery", bad)
     with pytest.raises(AccessError):
-        vector_search(fake_index.db, fake_index.collection, fake_index.embedder.embed_query("x"), bad, k=3)
+        vector_search(
+            fake_index.db, fake_index.collection, fake_index.embedder.embed_query("x"), bad, k=3
+        )
 
 
 def test_selective_group_filter_returns_k(fake_index):
     """1% of 3,000 chunks are readable by the caller; both legs still return k hits,
     on the exact path and on the HNSW path with iterative scan."""
-    sources_common = [text_source(f"c{i}", f"Common {i}", f"battery charging note {i} shared widely")
-                      for i in range(2970)]
-    sources_rare = [text_source(f"r{i}", f"Rare {i}", f"battery charging note {i} restricted")
-                    for i in range(30)]
+    sources_common = [
+        text_source(f"c{i}", f"Common {i}", f"battery charging note {i} shared widely")
+        for i in range(2970)
+    ]
+    sources_rare = [
+        text_source(f"r{i}", f"Rare {i}", f"battery charging note {i} restricted")
+        for i in range(30)
+    ]
     fake_index.ingest_sources(sources_common, groups=["common"])
     fake_index.ingest_sources(sources_rare, groups=["rare"])
     p = Principal("default", ("rare",))
     q = fake_index.embedder.embed_query("battery charging note")
     for exact_below in (2000, 0):  # 2000: exact scan (30 permitted rows); 0: force HNSW
-        got = vector_search(fake_index.db, fake_index.collection, q, p, k=10, ef_search=10, exact_below=exact_below)
+        got = vector_search(
+            fake_index.db, fake_index.collection, q, p, k=10, ef_search=10, exact_below=exact_below
+        )
         assert len(got) == 10
         assert len({cid for cid, _ in got}) == 10
     for mode in ("bm25", "vector", "hybrid"):
@@ -83,9 +108,11 @@ def test_selective_group_filter_returns_k(fake_index):
     # On the HNSW index itself (planner steered to it), iterative scan is what returns k rows:
     # with ef_search=10 a plain HNSW scan sees ~10 candidates, of which ~1% are permitted.
     dim = fake_index.collection.dim
-    sql = (f"SELECT id FROM chunks c WHERE c.collection_id = %s AND c.tenant = 'default' "
-           f"AND (c.groups = '{{}}' OR c.groups && ARRAY['rare']) "
-           f"ORDER BY c.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10")
+    sql = (
+        f"SELECT id FROM chunks c WHERE c.collection_id = %s AND c.tenant = 'default' "
+        f"AND (c.groups = '{{}}' OR c.groups && ARRAY['rare']) "
+        f"ORDER BY c.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10"
+    )
     counts = {}
     for scan in ("off", "relaxed_order"):
         with fake_index.db.connection() as conn:
@@ -93,7 +120,9 @@ def test_selective_group_filter_returns_k(fake_index):
             conn.execute("SET LOCAL enable_bitmapscan = off")
             conn.execute("SET LOCAL hnsw.ef_search = 10")
             conn.execute(f"SET LOCAL hnsw.iterative_scan = {scan}")
-            plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, (fake_index.collection.id, q)))
+            plan = "\n".join(
+                r[0] for r in conn.execute("EXPLAIN " + sql, (fake_index.collection.id, q))
+            )
             assert fake_index.collection.hnsw_index in plan
             counts[scan] = len(conn.execute(sql, (fake_index.collection.id, q)).fetchall())
     assert counts["relaxed_order"] == 10

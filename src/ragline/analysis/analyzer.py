@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from ..core.errors import ConfigError
 from .stopwords import STOPWORDS

@@ -16,17 +16,36 @@ def eval_group() -> None:
 
 
 @eval_group.command("retrieval")
-@click.option("--beir", "beir_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="A BEIR-format folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.")
+@click.option(
+    "--beir",
+    "beir_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A BEIR-format folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+)
 @click.option("--split", default="test", show_default=True)
-@click.option("--mode", type=click.Choice(["bm25", "vector", "hybrid"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode", type=click.Choice(["bm25", "vector", "hybrid"]), default="hybrid", show_default=True
+)
 @click.option("--k", "k", default=10, show_default=True, help="Cut-off of the headline metrics.")
-@click.option("--depth", default=100, show_default=True, help="Candidates per leg fused by RRF (hybrid).")
-@click.option("--limit", default=None, type=int, help="Evaluate only the first N queries (sorted by id).")
+@click.option(
+    "--depth", default=100, show_default=True, help="Candidates per leg fused by RRF (hybrid)."
+)
+@click.option(
+    "--limit", default=None, type=int, help="Evaluate only the first N queries (sorted by id)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
-def eval_retrieval(obj: Any, beir_dir: Path, split: str, mode: str, k: int, depth: int,
-                   limit: int | None, as_json: bool) -> None:
+def eval_retrieval(
+    obj: Any,
+    beir_dir: Path,
+    split: str,
+    mode: str,
+    k: int,
+    depth: int,
+    limit: int | None,
+    as_json: bool,
+) -> None:
     """Ingest a BEIR corpus into its own collection (reused on later runs) and score a mode."""
     from ..evaluate.beir import load_beir
     from ..evaluate.retrieval import beir_collection_name, evaluate_beir
@@ -47,11 +66,21 @@ def eval_retrieval(obj: Any, beir_dir: Path, split: str, mode: str, k: int, dept
         nonlocal chunks
         chunks += c
         if bar is not None:
-            bar.set_postfix_str(f"{chunks} chunks, {chunks / max(time.perf_counter() - t0, 1e-9):.1f} chunks/s")
+            bar.set_postfix_str(
+                f"{chunks} chunks, {chunks / max(time.perf_counter() - t0, 1e-9):.1f} chunks/s"
+            )
             bar.update(1)
 
-    result = evaluate_beir(index, beir_dir, split=split, mode=mode, k=k, depth=depth, limit=limit,
-                           on_progress=on_progress)
+    result = evaluate_beir(
+        index,
+        beir_dir,
+        split=split,
+        mode=mode,
+        k=k,
+        depth=depth,
+        limit=limit,
+        on_progress=on_progress,
+    )
     if bar is not None:
         bar.close()
     if as_json:
@@ -59,7 +88,17 @@ def eval_retrieval(obj: Any, beir_dir: Path, split: str, mode: str, k: int, dept
 
         click.echo(json.dumps(result, indent=2))
         return
-    click.secho(f"{result['dataset']} ({split}, {result['queries']} queries), mode {mode}", bold=True)
-    for key in ("ndcg@10", "recall@5", "recall@10", "recall@100", "precision@5", "mrr@10", "map@100"):
+    click.secho(
+        f"{result['dataset']} ({split}, {result['queries']} queries), mode {mode}", bold=True
+    )
+    for key in (
+        "ndcg@10",
+        "recall@5",
+        "recall@10",
+        "recall@100",
+        "precision@5",
+        "mrr@10",
+        "map@100",
+    ):
         click.echo(f"  {key:12} {result[key]:.4f}")
     click.echo(f"  search p50 {result['search_p50_ms']} ms, p95 {result['search_p95_ms']} ms")

@@ -20,7 +20,9 @@ def _echo_json(obj: Any) -> None:
 
 
 class _Ctx:
-    def __init__(self, data_dir: str | None, collection: str | None, settings_file: str | None) -> None:
+    def __init__(
+        self, data_dir: str | None, collection: str | None, settings_file: str | None
+    ) -> None:
         self.data_dir = data_dir
         self.collection = collection
         self.settings_file = settings_file
@@ -62,16 +64,32 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.option("--data-dir", envvar="RAGLINE_DATA_DIR", default=None,
-              help="Data directory of the embedded PostgreSQL (default ./.ragline). "
-                   "Ignored when RAGLINE_DATABASE_URL is set, unless given explicitly.")
-@click.option("--collection", "-c", envvar="RAGLINE_COLLECTION", default=None,
-              help="Collection name (default 'default').")
-@click.option("--settings", "settings_file", default=None, type=click.Path(dir_okay=False),
-              help="A JSON settings file (see ragline.core.settings.Settings).")
+@click.option(
+    "--data-dir",
+    envvar="RAGLINE_DATA_DIR",
+    default=None,
+    help="Data directory of the embedded PostgreSQL (default ./.ragline). "
+    "Ignored when RAGLINE_DATABASE_URL is set, unless given explicitly.",
+)
+@click.option(
+    "--collection",
+    "-c",
+    envvar="RAGLINE_COLLECTION",
+    default=None,
+    help="Collection name (default 'default').",
+)
+@click.option(
+    "--settings",
+    "settings_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A JSON settings file (see ragline.core.settings.Settings).",
+)
 @click.version_option(package_name="ragline")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: str | None, collection: str | None, settings_file: str | None) -> None:
+def cli(
+    ctx: click.Context, data_dir: str | None, collection: str | None, settings_file: str | None
+) -> None:
     """ragline: cited answers from your own documents, on PostgreSQL + pgvector.
 
     Set RAGLINE_DATABASE_URL=postgresql://... to use an existing PostgreSQL (>= 15, with
@@ -81,8 +99,15 @@ def cli(ctx: click.Context, data_dir: str | None, collection: str | None, settin
     ctx.obj = _Ctx(data_dir, collection, settings_file)
 
 
-_tenant = click.option("--tenant", default="default", show_default=True, help="Tenant the documents belong to / the caller is in.")
-_groups = click.option("--groups", default="", help="Comma-separated groups (who may read / who is asking).")
+_tenant = click.option(
+    "--tenant",
+    default="default",
+    show_default=True,
+    help="Tenant the documents belong to / the caller is in.",
+)
+_groups = click.option(
+    "--groups", default="", help="Comma-separated groups (who may read / who is asking)."
+)
 _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
@@ -91,9 +116,18 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON obj
 @_tenant
 @_groups
 @_json
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
+)
 @click.pass_obj
-def ingest(obj: _Ctx, paths: tuple[Path, ...], tenant: str, groups: str, as_json: bool, progress: bool | None) -> None:
+def ingest(
+    obj: _Ctx,
+    paths: tuple[Path, ...],
+    tenant: str,
+    groups: str,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
     """Ingest files and folders (Markdown, text, HTML). Unchanged files are skipped."""
     from ..ingest.sources import iter_files
 
@@ -116,7 +150,9 @@ def ingest(obj: _Ctx, paths: tuple[Path, ...], tenant: str, groups: str, as_json
             bar.set_postfix_str(f"{chunks} chunks, {rate:.1f} chunks/s")
             bar.update(1)
 
-    report = index.ingest([p for p, _ in files], tenant=tenant, groups=groups, on_progress=on_progress)
+    report = index.ingest(
+        [p for p, _ in files], tenant=tenant, groups=groups, on_progress=on_progress
+    )
     if bar is not None:
         bar.close()
     if as_json:
@@ -138,9 +174,17 @@ def ingest(obj: _Ctx, paths: tuple[Path, ...], tenant: str, groups: str, as_json
 
 def _hit_dict(h: Any) -> dict[str, Any]:
     return {
-        "rank": h.rank, "score": h.score, "chunk_id": h.chunk_id, "doc_key": h.doc_key, "title": h.title,
-        "source": h.source, "heading_path": list(h.heading_path), "page": h.page, "text": h.text,
-        "scores": dict(h.scores), "ranks": dict(h.ranks),
+        "rank": h.rank,
+        "score": h.score,
+        "chunk_id": h.chunk_id,
+        "doc_key": h.doc_key,
+        "title": h.title,
+        "source": h.source,
+        "heading_path": list(h.heading_path),
+        "page": h.page,
+        "text": h.text,
+        "scores": dict(h.scores),
+        "ranks": dict(h.ranks),
     }
 
 
@@ -149,15 +193,25 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 @_tenant
 @_groups
 @click.option("--k", "-k", default=10, show_default=True, help="Number of results.")
-@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid", show_default=True
+)
 @_json
 @click.pass_obj
-def search(obj: _Ctx, query: str, tenant: str, groups: str, k: int, mode: str, as_json: bool) -> None:
+def search(
+    obj: _Ctx, query: str, tenant: str, groups: str, k: int, mode: str, as_json: bool
+) -> None:
     """Search the chunks the caller may read (BM25 + vector, fused with RRF)."""
     res = obj.index().search_result(query, tenant=tenant, groups=groups, k=k, mode=mode)
     if as_json:
-        _echo_json({"query": query, "mode": mode, "hits": [_hit_dict(h) for h in res.hits],
-                    "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()}})
+        _echo_json(
+            {
+                "query": query,
+                "mode": mode,
+                "hits": [_hit_dict(h) for h in res.hits],
+                "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()},
+            }
+        )
         return
     if not res.hits:
         click.echo("no results")
@@ -171,11 +225,22 @@ def search(obj: _Ctx, query: str, tenant: str, groups: str, k: int, mode: str, a
 
 def _answer_dict(a: Any) -> dict[str, Any]:
     return {
-        "question": a.question, "answer": a.text, "abstained": a.abstained, "evidence": a.evidence,
+        "question": a.question,
+        "answer": a.text,
+        "abstained": a.abstained,
+        "evidence": a.evidence,
         "generator": a.generator,
         "citations": [
-            {"number": c.number, "title": c.title, "heading_path": list(c.heading_path), "source": c.source,
-             "page": c.page, "chunk_id": c.chunk_id, "doc_key": c.doc_key, "quote": c.quote}
+            {
+                "number": c.number,
+                "title": c.title,
+                "heading_path": list(c.heading_path),
+                "source": c.source,
+                "page": c.page,
+                "chunk_id": c.chunk_id,
+                "doc_key": c.doc_key,
+                "quote": c.quote,
+            }
             for c in a.citations
         ],
     }

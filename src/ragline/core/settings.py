@@ -22,12 +22,16 @@ class Settings(BaseModel):
     model_config = {"frozen": True, "extra": "forbid"}
 
     data_dir: Path = Path(".ragline")
-    database_url: str | None = Field(default=None, description="postgresql://... ; overrides data_dir")
+    database_url: str | None = Field(
+        default=None, description="postgresql://... ; overrides data_dir"
+    )
     db_schema: str = "ragline"
     collection: str = "default"
     embedder: str = "minilm"
     language: str = "english"
-    chunk_max_tokens: int = Field(default=254, ge=16, description="per chunk incl. header (model max 256 − 2 special)")
+    chunk_max_tokens: int = Field(
+        default=254, ge=16, description="per chunk incl. header (model max 256 − 2 special)"
+    )
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     rrf_k: int = Field(default=60, ge=0)
     rrf_depth: int = Field(default=50, ge=1)
@@ -44,7 +48,7 @@ class Settings(BaseModel):
         return v or None
 
     @classmethod
-    def load(cls, file: str | Path | None = None, **overrides: Any) -> "Settings":
+    def load(cls, file: str | Path | None = None, **overrides: Any) -> Settings:
         """Defaults < settings file (JSON) < environment < explicit ``overrides`` (None ignored)."""
         values: dict[str, Any] = {}
         if file is not None:

@@ -6,8 +6,9 @@ mutate shared ones. Nothing heavy is imported.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 BlockKind = Literal["heading", "paragraph", "list", "table", "code", "caption"]
 BLOCK_KINDS: tuple[str, ...] = ("heading", "paragraph", "list", "table", "code", "caption")

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 EMBEDDERS = {"minilm": "all-MiniLM-L6-v2 int8 ONNX (English, 384-d, default)"}
 
 
-def get_embedder(name: str = "minilm") -> "Embedder":
+def get_embedder(name: str = "minilm") -> Embedder:
     """Build an embedder by name; unknown names list the valid choices."""
     if name in ("minilm", "default", "all-MiniLM-L6-v2-int8-onnx"):
         from .minilm import MiniLMEmbedder

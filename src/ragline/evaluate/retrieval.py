@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .beir import load_beir
 from .metrics import DEFAULT_METRICS, evaluate_run
@@ -26,7 +27,9 @@ def beir_collection_name(dataset_name: str) -> str:
     return f"beir-{safe}"[:64]
 
 
-def ingest_beir(index: Any, path: Path, *, embed: bool, on_progress: Callable[[str, int], None] | None = None) -> Any:
+def ingest_beir(
+    index: Any, path: Path, *, embed: bool, on_progress: Callable[[str, int], None] | None = None
+) -> Any:
     """Ingest (incrementally) every corpus document of a BEIR folder into ``index``."""
     from ..ingest.sources import text_source
     from .beir import iter_corpus
@@ -64,18 +67,25 @@ def evaluate_beir(
     if limit:
         qids = qids[:limit]
     n_chunks = max(1000, k)
-    params = SearchParams(depth=depth, rrf_k=index.settings.rrf_k, ef_search=max(index.settings.ef_search, 200))
+    params = SearchParams(
+        depth=depth, rrf_k=index.settings.rrf_k, ef_search=max(index.settings.ef_search, 200)
+    )
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
     for qid in qids:
         t = time.perf_counter()
-        res = index.searcher.search(data.queries[qid], _eval_principal(), k=n_chunks if mode != "hybrid" else 2 * depth,
-                                    mode=mode, params=params)
+        res = index.searcher.search(
+            data.queries[qid],
+            _eval_principal(),
+            k=n_chunks if mode != "hybrid" else 2 * depth,
+            mode=mode,
+            params=params,
+        )
         latencies.append((time.perf_counter() - t) * 1000)
         docs: list[str] = []
         seen: set[str] = set()
         for h in res.hits:
-            d = h.doc_key[len(DOC_PREFIX):] if h.doc_key.startswith(DOC_PREFIX) else h.doc_key
+            d = h.doc_key[len(DOC_PREFIX) :] if h.doc_key.startswith(DOC_PREFIX) else h.doc_key
             if d not in seen:
                 seen.add(d)
                 docs.append(d)
@@ -84,13 +94,20 @@ def evaluate_beir(
     metrics = evaluate_run(run, sub_qrels, EVAL_METRICS)
     lat = sorted(latencies)
     return {
-        "dataset": data.name, "split": split, "mode": mode, "k": k,
+        "dataset": data.name,
+        "split": split,
+        "mode": mode,
+        "k": k,
         **{m: round(v, 4) if isinstance(v, float) else v for m, v in metrics.items()},
-        "rrf_k": index.settings.rrf_k, "rrf_depth": depth if mode == "hybrid" else None,
-        "collection": index.collection.name, "embedder": index.collection.embedder,
+        "rrf_k": index.settings.rrf_k,
+        "rrf_depth": depth if mode == "hybrid" else None,
+        "collection": index.collection.name,
+        "embedder": index.collection.embedder,
         "chunker": index.collection.chunker,
-        "documents_added": len(report.added), "documents_unchanged": len(report.unchanged),
-        "documents_failed": len(report.failed), "chunks_embedded": report.embedded + backfilled,
+        "documents_added": len(report.added),
+        "documents_unchanged": len(report.unchanged),
+        "documents_failed": len(report.failed),
+        "chunks_embedded": report.embedded + backfilled,
         "ingest_s": round(ingest_s, 2),
         "search_p50_ms": round(statistics.median(lat), 2) if lat else None,
         "search_p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2) if lat else None,

@@ -35,19 +35,24 @@ def citation_from_hit(hit: Hit, number: int, quote: str = "") -> Citation:
     )
 
 
-def render_cited(segments: Sequence[tuple[str, Hit]]) -> tuple[str, tuple[Citation, ...]]:
+def render_cited(
+    segments: Sequence[tuple[str, Hit] | tuple[str, Hit, str]],
+) -> tuple[str, tuple[Citation, ...]]:
     """Join ``(sentence, hit)`` pairs into cited text and its citations.
 
     Each sentence is followed by the marker of its passage; passages (identified by
     ``chunk_id``) are numbered 1..m in order of first citation, and each citation quotes
-    the sentences taken from its passage, in text order.
+    the sentences taken from its passage, in the order they were given. A segment may
+    carry a third item, the quote to use when the sentence was reworded for reading
+    (a table row shown with its column names): quotes stay verbatim.
     """
     numbers: dict[int, int] = {}
     hits: list[Hit] = []
     quotes: list[list[str]] = []
     parts: list[str] = []
-    for sentence, hit in segments:
-        sentence = sentence.strip()
+    for segment in segments:
+        sentence, hit = segment[0].strip(), segment[1]
+        quote = segment[2].strip() if len(segment) > 2 else sentence  # type: ignore[misc]
         if not sentence:
             continue
         n = numbers.get(hit.chunk_id)
@@ -55,7 +60,8 @@ def render_cited(segments: Sequence[tuple[str, Hit]]) -> tuple[str, tuple[Citati
             n = numbers[hit.chunk_id] = len(hits) + 1
             hits.append(hit)
             quotes.append([])
-        quotes[n - 1].append(sentence)
+        if quote not in quotes[n - 1]:
+            quotes[n - 1].append(quote)
         parts.append(f"{sentence} [{n}]")
     citations = tuple(
         citation_from_hit(h, i + 1, QUOTE_SEPARATOR.join(q))

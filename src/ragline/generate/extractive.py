@@ -64,10 +64,23 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..analysis.analyzer import Analyzer, get_analyzer, split_sentences
+from ..analysis.analyzer import Analyzer, get_analyzer
 from ..core.errors import ConfigError
 from ..core.types import ABSTAIN_SENTENCE, Answer, Hit
 from .citations import render_cited
+from .cues import (
+    answer_type,
+    code_pattern,
+    has_answer_type,
+    in_a_range,
+    is_variant,
+    number_value,
+    numbers_in,
+    question_codes,
+)
+from .units import TextUnit, heading_key, parse_units, render_unit, split_units
+
+__all__ = ["DEFAULT_MIN_EVIDENCE", "ExtractiveAnswerer", "question_codes", "split_units"]
 
 DEFAULT_MIN_EVIDENCE = 0.55
 """Calibrated on SQuAD 2.0 (see the module docstring)."""
@@ -76,15 +89,22 @@ IDF_FLOOR = 1.0
 """Added to every term's IDF so a question term present in every passage still counts."""
 CODE_WEIGHT = 1.0
 """A code's weight as a multiple of the rarest question term's weight."""
+TYPE_WEIGHT = 1.0
+"""Weight of the answer type ("how *long*" wants a duration) as a multiple of the mean
+question term's weight; only for questions whose wording names a type."""
+MISSING_CODE_FACTOR = 1.0
+"""Evidence factor when a code of the question occurs in none of the passages."""
 CONTEXT_WEIGHT = 0.5
 """Share of a question term's weight the evidence earns when the term occurs only next
-to the sentence (neighbouring sentences, the table's header row, title and headings)."""
+to the sentence (neighbouring sentences, the headings above it, title and heading path)."""
 SCORE_CONTEXT_WEIGHT = 0.3
 """The same share for ranking sentences: lower, so a sentence is chosen for its own words."""
 RANK_BONUS = 0.1
 """Score bonus for a sentence of the best passage; ``RANK_BONUS / (rank + 1)`` below it."""
 ECHO_PENALTY = (0.3,)
 """Score factor for sentences adding 0 (, 1, ...) terms beyond the question's own."""
+HEADING_FACTOR = 0.5
+"""Score factor for a heading-like line (short, unpunctuated) quoted as an answer."""
 EXTRA_MIN_RATIO = 0.7
 """A further sentence must score this share of the best sentence's score, or else ..."""
 MIN_GAIN = 0.3
@@ -100,6 +120,9 @@ DUPLICATE_JACCARD = 0.8
 NEGATION_FACTOR = 0.5
 """Evidence factor when the question is negated ("... not ...") but no picked sentence is."""
 
+TYPE_KEY = "\0type"
+"""Key of the answer type among a unit's keys (cannot collide with an analyzer term)."""
+
 # Per language: negation words (stop-word removal drops them, so they are matched apart)
 # and answer-type words ("how *many*", "what *year*") that name the kind of answer
 # rather than its content, so the sources need not contain them.
@@ -108,103 +131,31 @@ _NEGATION = {
         r"\b(?:not|never|no|none|nor|cannot|without|neither)\b|n't\b", re.IGNORECASE
     ),
 }
-_ANSWER_TYPE = {
+_ANSWER_TYPE_WORDS = {
     "english": re.compile(
         r"\b(how|what|which)\s+(?:long|many|much|often|far|old|big|large|tall|high|wide|deep"
         r"|soon|kinds?|types?|sorts?|years?|century|centuries|decades?|dates?|days?|months?)\b",
         re.IGNORECASE,
     ),
 }
-# A line kept whole instead of being split into sentences: list item, table row, heading.
-_LINE_UNIT = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s)")
-_TABLE_ROW = re.compile(r"^\s*\||\t|\|[^|]+\|")
-_TOKEN = re.compile(r"\w(?:[\w.\-/:]*\w)?")
 _ANAPHORA = frozenset(
-    [
-        "it",
-        "its",
-        "this",
-        "these",
-        "those",
-        "they",
-        "their",
-        "he",
-        "she",
-        "his",
-        "her",
-        "such",
-        "that",
-        "there",
-    ]
+    "it its this these those they their he she his her such that there".split()
 )
+_PROSE = frozenset({"sentence", "question", "lead"})
 
 
 @dataclass(frozen=True)
 class _Unit:
     passage: int  # position of its passage among the hits considered
-    position: int  # position of the sentence inside its passage
-    text: str
-    terms: frozenset[str]  # analyzer terms, plus a key per question code it contains
-    header: int | None  # position of its table's header row, for table rows
-
-
-def _split(text: str) -> list[tuple[str, int | None]]:
-    """Units of ``text`` with, for table rows, the position of their header row."""
-    units: list[tuple[str, int | None]] = []
-    for para in re.split(r"\n\s*\n", text):
-        prose: list[str] = []
-        header: int | None = None  # header row of the table being read
-        in_item = False  # an indented line right after a list item continues it
-        for line in para.splitlines():
-            is_row = bool(_TABLE_ROW.search(line))
-            is_line = is_row or bool(_LINE_UNIT.search(line))
-            if not is_line and in_item and line[:1].isspace() and line.strip():
-                units[-1] = (units[-1][0] + " " + " ".join(line.split()), None)
-                continue
-            in_item = is_line and not is_row
-            if not is_line:
-                header = None
-                if line.strip():
-                    prose.append(line)
-                continue
-            if prose:
-                units.extend((s, None) for s in split_sentences(" ".join(prose)))
-                prose = []
-            line = " ".join(line.split())
-            if not any(ch.isalnum() for ch in line):  # |---|---| separator
-                continue
-            if not is_row:
-                header = None
-                units.append((line, None))
-            elif header is None:
-                header = len(units)
-                units.append((line, None))
-            else:
-                units.append((line, header))
-        if prose:
-            units.extend((s, None) for s in split_sentences(" ".join(prose)))
-    return units
-
-
-def split_units(text: str) -> list[str]:
-    """Sentences of ``text``; list items, table rows and headings stay one unit each."""
-    return [u for u, _ in _split(text)]
-
-
-def question_codes(question: str) -> list[str]:
-    """Exact-match tokens of the question: codes, versions, numbers and acronyms."""
-    shouting = sum(c.isupper() for c in question) > 0.5 * sum(c.isalpha() for c in question)
-    out: list[str] = []
-    for tok in _TOKEN.findall(question):
-        is_code = any(c.isdigit() for c in tok) or "_" in tok
-        is_acronym = not shouting and len(tok) >= 2 and tok.isalpha() and tok.isupper()
-        if (is_code or is_acronym) and tok.casefold() not in out:
-            out.append(tok.casefold())
-    return out
-
-
-def _code_pattern(code: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.\-])" + re.escape(code) + r"(?![\w]|[.\-]\w)", re.IGNORECASE)
+    position: int  # position of the unit inside its passage
+    text: str  # as written: what the citation quotes
+    shown: str  # as it reads in the answer (a table row with its column names)
+    kind: str
+    terms: frozenset[str]  # keys in its own text (analyzer terms, codes, answer type)
+    bound: frozenset[str]  # keys of the header row or lead-in line it belongs to
+    near: frozenset[str]  # keys around it: neighbouring sentences, headings, title
+    lead: int | None  # position of the lead-in line to quote with it
+    factor: float  # score factor of its kind; 0 when it cannot answer on its own
 
 
 class ExtractiveAnswerer:
@@ -251,7 +202,9 @@ class ExtractiveAnswerer:
                 generator=self.name,
                 evidence=evidence,
             )
-        text, citations = render_cited([(u.text, considered[u.passage]) for u in picked])
+        text, citations = render_cited(
+            [(u.shown, considered[u.passage], u.text) for u in picked]
+        )
         return Answer(
             question=question,
             text=text,
@@ -264,79 +217,160 @@ class ExtractiveAnswerer:
 
     # -- scoring -------------------------------------------------------------------
 
-    def _question_keys(self, question: str) -> tuple[list[str], list[re.Pattern[str]]]:
-        """The question's content terms and the patterns of its codes."""
+    def _question_keys(self, question: str) -> tuple[list[str], list[str]]:
+        """The question's content terms and its codes."""
         terms_of = self._analyzer.terms
         codes = question_codes(question)
-        answer_type = _ANSWER_TYPE.get(self.language)
-        text = answer_type.sub(r"\1", question) if answer_type else question
+        type_words = _ANSWER_TYPE_WORDS.get(self.language)
+        text = type_words.sub(r"\1", question) if type_words else question
         # Words that make up a code are matched through the code, not as terms.
         code_words = {w for c in codes for w in terms_of(c)}
         terms = [t for t in dict.fromkeys(terms_of(text)) if t not in code_words]
-        return terms, [_code_pattern(c) for c in codes]
+        return terms, codes
+
+    def _units(self, question: str, hits: Sequence[Hit]) -> tuple[list[list[_Unit]], dict]:
+        """Every passage's units with their keys, and the weight of each question key."""
+        terms_of = self._analyzer.terms
+        q_terms, codes = self._question_keys(question)
+        code_keys = [f"\0{j}" for j in range(len(codes))]
+        code_res = [code_pattern(c) for c in codes]
+        code_values = [number_value(c) for c in codes]
+        kind = answer_type(question, self.language)
+        q_numbers = numbers_in(question)
+        q_folded = question.casefold()
+        variants: dict[str, list[str]] = {}
+
+        def keys_in(text: str, with_type: bool = True) -> frozenset[str]:
+            found = set(terms_of(text))
+            for t in list(found):
+                vs = variants.get(t)
+                if vs is None:
+                    vs = variants[t] = [q for q in q_terms if is_variant(q, t)]
+                found.update(vs)
+            for key, rx, value in zip(code_keys, code_res, code_values):
+                if rx.search(text) or (value is not None and in_a_range(text, value)):
+                    found.add(key)
+            if with_type and kind is not None and has_answer_type(kind, text, q_numbers, q_folded):
+                found.add(TYPE_KEY)
+            return frozenset(found)
+
+        parsed: list[list[TextUnit]] = []
+        keyed: list[list[frozenset[str]]] = []
+        around: list[frozenset[str]] = []
+        known: list[set[str]] = []
+        table_headers: dict[tuple, tuple[tuple[str, ...], frozenset[str]]] = {}
+        for hit in hits:
+            names = [hit.title, *hit.heading_path]
+            tus = parse_units(hit.text, names)
+            parsed.append(tus)
+            keyed.append([keys_in(tu.text) for tu in tus])
+            around.append(keys_in(" ".join(names), with_type=False))
+            known.append({heading_key(n) for n in names})
+            for tu, ks in zip(tus, keyed[-1]):
+                if tu.kind == "header":
+                    place = (hit.doc_key, tuple(hit.heading_path), len(tu.cells))
+                    table_headers.setdefault(place, (tu.cells, ks))
+
+        passages: list[list[_Unit]] = []
+        for p, (hit, tus, ks) in enumerate(zip(hits, parsed, keyed)):
+            units: list[_Unit] = []
+            for i, tu in enumerate(tus):
+                bound: frozenset[str] = frozenset()
+                header: tuple[str, ...] = ()
+                if tu.owner is not None:
+                    bound = ks[tu.owner]
+                    header = tus[tu.owner].cells
+                elif tu.kind == "row" and "|" in tu.text:
+                    # A chunk cut inside a table lacks its header row: borrow it from
+                    # another passage of the same table.
+                    place = (hit.doc_key, tuple(hit.heading_path), len(tu.cells))
+                    header, bound = table_headers.get(place, ((), frozenset()))
+                near = set(around[p])
+                if tu.section is not None:
+                    near |= ks[tu.section]
+                if tu.kind in _PROSE:
+                    if i > 0 and tus[i - 1].kind in _PROSE:
+                        near |= ks[i - 1]
+                    if i + 1 < len(tus) and tus[i + 1].kind in _PROSE:
+                        near |= ks[i + 1]
+                near.discard(TYPE_KEY)
+                if tu.kind in ("sentence", "item", "row"):
+                    factor = 1.0
+                elif tu.kind == "heading" and heading_key(tu.text) not in known[p]:
+                    factor = HEADING_FACTOR
+                else:
+                    factor = 0.0
+                units.append(
+                    _Unit(
+                        passage=p,
+                        position=i,
+                        text=tu.text,
+                        shown=render_unit(tu, header),
+                        kind=tu.kind,
+                        terms=ks[i],
+                        bound=bound,
+                        near=frozenset(near),
+                        lead=tu.owner if tu.kind == "item" else None,
+                        factor=factor,
+                    )
+                )
+            passages.append(units)
+
+        # IDF over the passages; a passage contains a term if a unit or its header does.
+        keys = q_terms + code_keys
+        df = dict.fromkeys(keys, 0)
+        for units, header_keys in zip(passages, around):
+            present = header_keys.union(*(u.terms for u in units))
+            for k in keys:
+                df[k] += k in present
+        n = len(passages)
+        weight = {k: math.log(1 + (n - df[k] + 0.5) / (df[k] + 0.5)) + IDF_FLOOR for k in keys}
+        if weight:
+            top = max(weight.values())
+            mean = sum(weight[k] for k in q_terms) / len(q_terms) if q_terms else top
+            for k in code_keys:
+                weight[k] = CODE_WEIGHT * top
+            if kind is not None and TYPE_WEIGHT > 0:
+                weight[TYPE_KEY] = TYPE_WEIGHT * mean
+        missing = any(df[k] == 0 for k in code_keys)
+        return passages, {"weight": weight, "terms": q_terms, "missing_code": missing}
 
     def _select(self, question: str, hits: Sequence[Hit]) -> tuple[list[_Unit], float]:
         """The sentences to answer with, in output order, and the evidence score."""
         if not hits:
             return [], 0.0
-        q_terms, code_res = self._question_keys(question)
-        if not q_terms and not code_res:
+        passages, info = self._units(question, hits)
+        weight: dict[str, float] = info["weight"]
+        if not weight:
             return [], 0.0
-        terms_of = self._analyzer.terms
-        code_keys = [f"\0{j}" for j in range(len(code_res))]  # cannot collide with terms
-
-        def keys_in(text: str) -> frozenset[str]:
-            found = {k for k, rx in zip(code_keys, code_res) if rx.search(text)}
-            return frozenset(terms_of(text)).union(found)
-
-        passages = [
-            [_Unit(p, i, s, keys_in(s), h) for i, (s, h) in enumerate(_split(hit.text))]
-            for p, hit in enumerate(hits)
-        ]
-        headers = [keys_in(" ".join([hit.title, *hit.heading_path])) for hit in hits]
-
-        # IDF over the passages; a passage contains a term if a unit or its header does.
-        keys = q_terms + code_keys
-        df = dict.fromkeys(keys, 0)
-        for units, header in zip(passages, headers):
-            present = header.union(*(u.terms for u in units))
-            for k in keys:
-                df[k] += k in present
-        n = len(passages)
-        weight = {k: math.log(1 + (n - df[k] + 0.5) / (df[k] + 0.5)) + IDF_FLOOR for k in keys}
-        top = max(weight.values())
-        for k in code_keys:
-            weight[k] = CODE_WEIGHT * top
         total = sum(weight.values())
 
         def cov(found: Iterable[str]) -> float:
             return sum(weight[k] for k in found) / total
 
-        key_set = frozenset(keys)
-        q_set = frozenset(q_terms)
+        key_set = frozenset(weight)
+        q_set = frozenset(info["terms"])
         evidence = 0.0
         scored: list[tuple[float, _Unit]] = []
         for p, units in enumerate(passages):
-            for i, u in enumerate(units):
-                own = u.terms & key_set
-                if u.header is not None:  # a table row means what its header row says
-                    own |= units[u.header].terms & key_set
-                near = set(headers[p])
-                if i > 0:
-                    near |= units[i - 1].terms
-                if i + 1 < len(units):
-                    near |= units[i + 1].terms
-                extra = (near & key_set) - own
+            for u in units:
+                if not u.factor:
+                    continue
+                own = (u.terms | u.bound) & key_set
+                extra = (u.near & key_set) - own
                 coverage = cov(own)
                 evidence = max(evidence, coverage + CONTEXT_WEIGHT * cov(extra))
-                if not own:
+                if not own - {TYPE_KEY}:
                     continue
                 # A code counts only where it is written: its neighbours do not inherit it.
                 context = SCORE_CONTEXT_WEIGHT * cov(k for k in extra if k in q_set)
                 new_content = sum(1 for t in u.terms - key_set if not t.startswith("\0"))
                 echo = ECHO_PENALTY[new_content] if new_content < len(ECHO_PENALTY) else 1.0
-                scored.append(((coverage + context) * echo + RANK_BONUS / (p + 1), u))
+                score = (coverage + context) * echo * u.factor + RANK_BONUS / (p + 1)
+                scored.append((score, u))
         evidence = min(1.0, evidence)
+        if info["missing_code"]:
+            evidence *= MISSING_CODE_FACTOR
         if not scored:
             return [], evidence
 
@@ -349,10 +383,6 @@ class ExtractiveAnswerer:
             and not any(negation.search(u.text) for u in picked)
         ):
             evidence *= NEGATION_FACTOR
-        # Readable order: passages in the order they were first picked (the best
-        # sentence's passage first), sentences in their order inside the passage.
-        order = list(dict.fromkeys(u.passage for u in picked))
-        picked.sort(key=lambda u: (order.index(u.passage), u.position))
         return picked, evidence
 
     def _pick(
@@ -362,27 +392,36 @@ class ExtractiveAnswerer:
         keys: frozenset[str],
         cov: Callable[[Iterable[str]], float],
     ) -> list[_Unit]:
-        """Greedy choice of up to ``max_sentences`` coherent, non-duplicate sentences."""
+        """Up to ``max_sentences`` coherent, non-duplicate sentences, in output order.
+
+        The best sentence comes first, with what it needs to be understood before it:
+        a list item its lead-in line, an anaphoric sentence ("It was ...") its
+        predecessor. The others follow in reading order.
+        """
         best_score, best = scored[0]
-        picked = [best]
-        covered = set(best.terms & keys)
-        # The best sentence brings along what it needs to be understood: a table row its
-        # header row, an anaphoric sentence ("It was ...") its predecessor.
-        first_word = best.text.split(" ", 1)[0].strip("\"'(").casefold()
-        if best.header is not None:
-            picked.append(passages[best.passage][best.header])
-        elif first_word in _ANAPHORA and best.position > 0:
-            picked.append(passages[best.passage][best.position - 1])
-        del picked[self.max_sentences :]
+        lead = _context_of(best, passages)
+        first = ([lead] if lead is not None else []) + [best]
+        first = first[-self.max_sentences :]
+        picked = list(first)
+        covered = {k for u in picked for k in (u.terms | u.bound) & keys}
         while len(picked) < self.max_sentences:
             choice: tuple[float, int, int] | None = None
-            chosen: _Unit | None = None
+            chosen: list[_Unit] = []
+            room = self.max_sentences - len(picked)
             for score, u in scored:
-                gain = cov((u.terms & keys) - covered)
+                gain = cov((u.terms | u.bound) & keys - covered)
                 if score < EXTRA_MIN_RATIO * best_score and gain < MIN_GAIN:
                     continue
                 if any(u is q or _near_duplicate(u, q) for q in picked):
                     continue
+                needs = u.lead if u.kind == "item" else None
+                bring = []
+                if needs is not None and not any(
+                    q.passage == u.passage and q.position == needs for q in picked
+                ):
+                    if room < 2:
+                        continue
+                    bring = [passages[u.passage][needs]]
                 value = score + GAIN_WEIGHT * gain
                 if any(q.passage == u.passage for q in picked):
                     value += SAME_PASSAGE_BONUS
@@ -392,12 +431,28 @@ class ExtractiveAnswerer:
                         value += ADJACENT_BONUS
                 key = (value, -u.passage, -u.position)
                 if choice is None or key > choice:
-                    choice, chosen = key, u
-            if chosen is None:
+                    choice, chosen = key, [*bring, u]
+            if not chosen:
                 break
-            picked.append(chosen)
-            covered |= chosen.terms & keys
-        return picked
+            picked.extend(chosen)
+            covered |= {k for u in chosen for k in (u.terms | u.bound) & keys}
+        rest = picked[len(first) :]
+        order = list(dict.fromkeys(u.passage for u in picked))
+        rest.sort(key=lambda u: (order.index(u.passage), u.position))
+        return first + rest
+
+
+def _context_of(unit: _Unit, passages: list[list[_Unit]]) -> _Unit | None:
+    """The unit that must be quoted before ``unit`` for it to make sense, if any."""
+    units = passages[unit.passage]
+    if unit.lead is not None:
+        return units[unit.lead]
+    first_word = unit.text.split(" ", 1)[0].strip("\"'(").casefold()
+    if unit.kind == "sentence" and first_word in _ANAPHORA and unit.position > 0:
+        before = units[unit.position - 1]
+        if before.kind in ("sentence", "lead"):
+            return before
+    return None
 
 
 def _near_duplicate(a: _Unit, b: _Unit) -> bool:

@@ -13,19 +13,20 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
-from ..core.errors import ParseError, RaglineError, EmptyDocumentError
+from ..core.errors import EmptyDocumentError, ParseError, RaglineError
 from ..core.types import Chunk, ParsedDocument, Principal
 from ..store.collections import Collection
 from ..store.db import Database
 from ..store.documents import (
-    chunks_without_embeddings,
-    set_embeddings,
     PreparedChunk,
     cached_embeddings,
+    chunks_without_embeddings,
     list_documents,
+    set_embeddings,
     store_embeddings,
     update_groups,
     write_document,
@@ -60,9 +61,15 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-            "skipped": [s.__dict__ for s in self.skipped], "failed": [f.__dict__ for f in self.failed], "chunks": self.chunks,
-            "embedded": self.embedded, "cached": self.cached, "seconds": round(self.seconds, 3),
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": [s.__dict__ for s in self.skipped],
+            "failed": [f.__dict__ for f in self.failed],
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "cached": self.cached,
+            "seconds": round(self.seconds, 3),
             "chunks_per_s": round(self.chunks / self.seconds, 2) if self.seconds else 0.0,
         }
 
@@ -101,8 +108,9 @@ class Ingestor:
         self.analyzer = analyzer
         self.on_progress = on_progress or (lambda _name, _chunks: None)
 
-    def ingest(self, sources: Iterable[Source | Skipped | tuple[str, ParseError]], *,
-               owner: Principal) -> IngestReport:
+    def ingest(
+        self, sources: Iterable[Source | Skipped | tuple[str, ParseError]], *, owner: Principal
+    ) -> IngestReport:
         """Ingest ``sources`` (a ``(name, error)`` pair records a source that could not be opened)."""
         report = IngestReport()
         t0 = time.perf_counter()
@@ -117,8 +125,13 @@ class Ingestor:
                 continue
             if isinstance(src, tuple):
                 name, err = src
-                report.failed.append(Failure(name, err.reason if isinstance(err, ParseError) else str(err),
-                                             type(err).__name__))
+                report.failed.append(
+                    Failure(
+                        name,
+                        err.reason if isinstance(err, ParseError) else str(err),
+                        type(err).__name__,
+                    )
+                )
                 self.on_progress(name, 0)
                 continue
             old = existing.get(src.doc_key)
@@ -141,7 +154,9 @@ class Ingestor:
                 self.on_progress(src.source_uri, 0)
                 continue
             except Exception as exc:  # a parser bug must not stop the batch
-                report.failed.append(Failure(src.source_uri, f"unexpected error: {exc!r}", type(exc).__name__))
+                report.failed.append(
+                    Failure(src.source_uri, f"unexpected error: {exc!r}", type(exc).__name__)
+                )
                 self.on_progress(src.source_uri, 0)
                 continue
             pending.append(_Pending(src, parsed, chunks, old is not None))
@@ -154,8 +169,13 @@ class Ingestor:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _flush(self, pending: Sequence[_Pending], owner: Principal, groups: Sequence[str],
-               report: IngestReport) -> None:
+    def _flush(
+        self,
+        pending: Sequence[_Pending],
+        owner: Principal,
+        groups: Sequence[str],
+        report: IngestReport,
+    ) -> None:
         texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
         try:
             vectors = cached_embeddings(self.db, self.embedder.model_id, texts)
@@ -169,7 +189,9 @@ class Ingestor:
                 report.embedded += len(missing)
         except Exception as exc:
             for p in pending:
-                report.failed.append(Failure(p.source.source_uri, f"embedding failed: {exc}", type(exc).__name__))
+                report.failed.append(
+                    Failure(p.source.source_uri, f"embedding failed: {exc}", type(exc).__name__)
+                )
             return
         for p in pending:
             prepared = [
@@ -184,22 +206,36 @@ class Ingestor:
             meta = {**p.parsed.metadata, **p.source.metadata}
             try:
                 write_document(
-                    self.db, self.collection,
-                    doc_key=p.source.doc_key, source_uri=p.source.source_uri, title=p.parsed.title,
-                    media_type=p.parsed.media_type, content_hash=p.source.content_hash,
-                    tenant=owner.tenant, groups=groups, metadata=meta, chunks=prepared,
+                    self.db,
+                    self.collection,
+                    doc_key=p.source.doc_key,
+                    source_uri=p.source.source_uri,
+                    title=p.parsed.title,
+                    media_type=p.parsed.media_type,
+                    content_hash=p.source.content_hash,
+                    tenant=owner.tenant,
+                    groups=groups,
+                    metadata=meta,
+                    chunks=prepared,
                     modified_at=p.source.modified_at,
                 )
             except Exception as exc:
-                report.failed.append(Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__))
+                report.failed.append(
+                    Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
+                )
                 continue
             (report.updated if p.is_update else report.added).append(p.source.doc_key)
             report.chunks += len(prepared)
             self.on_progress(p.source.doc_key, len(prepared))
 
 
-def backfill_embeddings(db: Database, collection: Collection, embedder: Any,
-                        on_progress: Callable[[int], None] | None = None, batch: int = 256) -> int:
+def backfill_embeddings(
+    db: Database,
+    collection: Collection,
+    embedder: Any,
+    on_progress: Callable[[int], None] | None = None,
+    batch: int = 256,
+) -> int:
     """Embed chunks stored without a vector (after a BM25-only ingest); returns how many."""
     done = 0
     while True:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..core.errors import ParseError
 from ..core.types import ParsedDocument
@@ -59,7 +60,13 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, ParseError |
                 if is_known_extension(f):
                     yield f, None
                 else:
-                    yield f, Skipped(str(f), f"not a document format ragline reads ({f.suffix or 'no extension'})")
+                    yield (
+                        f,
+                        Skipped(
+                            str(f),
+                            f"not a document format ragline reads ({f.suffix or 'no extension'})",
+                        ),
+                    )
         elif path.is_file():
             yield path, None
         else:
@@ -72,7 +79,7 @@ def file_source(path: Path) -> Source:
 
     try:
         data = path.read_bytes()
-        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     except OSError as exc:
         raise ParseError(str(path), f"cannot read the file: {exc.strerror or exc}") from exc
     digest = hashlib.sha256(data).hexdigest()
@@ -85,8 +92,14 @@ def file_source(path: Path) -> Source:
     )
 
 
-def text_source(doc_key: str, title: str, text: str, *, source_uri: str | None = None,
-                metadata: Mapping[str, Any] | None = None) -> Source:
+def text_source(
+    doc_key: str,
+    title: str,
+    text: str,
+    *,
+    source_uri: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Source:
     """A :class:`Source` for text that is not a file (e.g. a BEIR corpus entry)."""
     from ..core.types import Block
 
@@ -95,7 +108,14 @@ def text_source(doc_key: str, title: str, text: str, *, source_uri: str | None =
     def load() -> ParsedDocument:
         paragraphs = [p.strip() for p in text.split("\n\n") if p.strip()] or [text.strip()]
         blocks = tuple(Block(kind="paragraph", text=p) for p in paragraphs if p)
-        return ParsedDocument(title=title, blocks=blocks, media_type="text/plain", metadata=dict(metadata or {}))
+        return ParsedDocument(
+            title=title, blocks=blocks, media_type="text/plain", metadata=dict(metadata or {})
+        )
 
-    return Source(doc_key=doc_key, source_uri=source_uri or doc_key, content_hash=digest, load=load,
-                  metadata=dict(metadata or {}))
+    return Source(
+        doc_key=doc_key,
+        source_uri=source_uri or doc_key,
+        content_hash=digest,
+        load=load,
+        metadata=dict(metadata or {}),
+    )

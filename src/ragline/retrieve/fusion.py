@@ -9,7 +9,8 @@ single-leg rank, then by id, so the output is deterministic.
 
 from __future__ import annotations
 
-from typing import Hashable, Mapping, Sequence, TypeVar
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 RRF_K = 60
 RRF_DEPTH = 50

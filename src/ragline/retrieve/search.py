@@ -8,9 +8,10 @@ per-stage timings, the material of a query trace.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from ..core.errors import ConfigError
 from ..core.types import Hit, Principal
@@ -52,12 +53,18 @@ class HybridSearcher:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
 
-    def _bm25(self, query: str, principal: Principal, n: int, p: SearchParams) -> tuple[list, float]:
+    def _bm25(
+        self, query: str, principal: Principal, n: int, p: SearchParams
+    ) -> tuple[list, float]:
         t = time.perf_counter()
-        res = bm25_search(self.db, self.collection, self.analyzer.terms(query), principal, n, p.bm25)
+        res = bm25_search(
+            self.db, self.collection, self.analyzer.terms(query), principal, n, p.bm25
+        )
         return res, (time.perf_counter() - t) * 1000
 
-    def _vector(self, query: str, principal: Principal, n: int, p: SearchParams) -> tuple[list, float, float]:
+    def _vector(
+        self, query: str, principal: Principal, n: int, p: SearchParams
+    ) -> tuple[list, float, float]:
         t = time.perf_counter()
         q = self.embedder.embed_query(query)
         t1 = time.perf_counter()
@@ -85,14 +92,17 @@ class HybridSearcher:
         if mode in ("bm25", "hybrid"):
             fut = self._pool.submit(self._bm25, query, principal, n, params)
         if mode in ("vector", "hybrid"):
-            legs["vector"], timings["embed_query"], timings["vector"] = self._vector(query, principal, n, params)
+            legs["vector"], timings["embed_query"], timings["vector"] = self._vector(
+                query, principal, n, params
+            )
         if mode in ("bm25", "hybrid"):
             legs["bm25"], timings["bm25"] = fut.result()
         t_fuse = time.perf_counter()
         if mode == "hybrid":
             ranked = reciprocal_rank_fusion(
                 {name: [cid for cid, _ in res] for name, res in legs.items()},
-                k=params.rrf_k, depth=params.depth,
+                k=params.rrf_k,
+                depth=params.depth,
             )[:k]
             stage = "rrf"
         else:
@@ -102,11 +112,16 @@ class HybridSearcher:
         t_h = time.perf_counter()
         rows = hydrate(self.db, [cid for cid, _ in ranked], principal)
         leg_scores = {name: dict(res) for name, res in legs.items()}
-        leg_ranks = {name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()}
+        leg_ranks = {
+            name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()
+        }
         hits = to_hits(ranked, rows, stage=stage, leg_scores=leg_scores, leg_ranks=leg_ranks)
         timings["hydrate"] = (time.perf_counter() - t_h) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(
-            query=query, mode=mode, hits=tuple(hits),
-            legs={name: tuple(res) for name, res in legs.items()}, timings_ms=timings,
+            query=query,
+            mode=mode,
+            hits=tuple(hits),
+            legs={name: tuple(res) for name, res in legs.items()},
+            timings_ms=timings,
         )

@@ -69,7 +69,9 @@ def ensure_collection(
             f"invalid collection name {name!r}: use 1-64 letters, digits, '_', '.', '-', starting with a letter or digit"
         )
     with db.connection() as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('collection:' || %s, 0))", (name,))
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('collection:' || %s, 0))", (name,)
+        )
         r = conn.execute(f"SELECT {_COLS} FROM collections WHERE name = %s", (name,)).fetchone()
         if r is None:
             r = conn.execute(

@@ -10,10 +10,11 @@ is off for the short queries ragline runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..core.errors import ConfigError, StoreError
 
@@ -37,7 +38,9 @@ class Database:
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, max_size: int = 4) -> None:
         if not _SCHEMA_RE.match(schema):
-            raise ConfigError(f"invalid schema name {schema!r}: use lower-case letters, digits and _")
+            raise ConfigError(
+                f"invalid schema name {schema!r}: use lower-case letters, digits and _"
+            )
         self.url = url
         self.schema = schema
         self._ext_schema = "public"
@@ -59,7 +62,9 @@ class Database:
         import psycopg
 
         try:
-            return psycopg.connect(self.url, prepare_threshold=None, autocommit=True, connect_timeout=30)
+            return psycopg.connect(
+                self.url, prepare_threshold=None, autocommit=True, connect_timeout=30
+            )
         except psycopg.OperationalError as exc:
             raise StoreError(
                 f"cannot connect to PostgreSQL at {_redact(self.url)}: {str(exc).strip()}; "
@@ -90,7 +95,6 @@ class Database:
 
     # -- schema ----------------------------------------------------------------------
     def _check_and_migrate(self) -> None:
-        import psycopg
 
         conn = self._connect_raw()
         try:
@@ -99,62 +103,72 @@ class Database:
                 raise StoreError(
                     f"PostgreSQL {version // 10000} is too old: ragline needs PostgreSQL >= 15 with pgvector >= 0.8"
                 )
+            conn.autocommit = False
+            with conn.transaction():
+                # One process at a time creates the extension and applies migrations.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                self._ensure_vector(conn)
+                self._migrate(conn)
+        finally:
+            conn.close()
+
+    def _ensure_vector(self, conn: Any) -> None:
+        import psycopg
+
+        row = conn.execute(
+            "SELECT n.nspname, e.extversion FROM pg_extension e "
+            "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        ).fetchone()
+        if row is None:
+            try:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            except psycopg.Error as exc:
+                raise StoreError(
+                    "the pgvector extension is missing and could not be created "
+                    f"({str(exc).strip()}); ask an administrator to run CREATE EXTENSION vector"
+                ) from exc
             row = conn.execute(
                 "SELECT n.nspname, e.extversion FROM pg_extension e "
                 "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
             ).fetchone()
-            if row is None:
-                try:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-                except psycopg.Error as exc:
-                    raise StoreError(
-                        "the pgvector extension is missing and could not be created "
-                        f"({str(exc).strip()}); ask an administrator to run CREATE EXTENSION vector"
-                    ) from exc
-                row = conn.execute(
-                    "SELECT n.nspname, e.extversion FROM pg_extension e "
-                    "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
-                ).fetchone()
-            self._ext_schema, ext_version = row
-            if tuple(int(p) for p in ext_version.split(".")[:2]) < (0, 8):
-                raise StoreError(
-                    f"pgvector {ext_version} is too old: ragline needs >= 0.8 (ALTER EXTENSION vector UPDATE)"
-                )
-            self._migrate(conn)
-        finally:
-            conn.close()
+        self._ext_schema, ext_version = row
+        if tuple(int(p) for p in ext_version.split(".")[:2]) < (0, 8):
+            raise StoreError(
+                f"pgvector {ext_version} is too old: ragline needs >= 0.8 (ALTER EXTENSION vector UPDATE)"
+            )
 
     def _migrate(self, conn: Any) -> None:
-        conn.autocommit = False
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
-            conn.execute(f"SET LOCAL search_path = {self.schema}, {self._ext_schema}")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
+        """Apply the bundled migrations not yet applied (caller holds the migration lock)."""
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+        conn.execute(f"SET LOCAL search_path = {self.schema}, {self._ext_schema}")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        known = migrations()
+        newest = max((v for v, _, _ in known), default=0)
+        if done and max(done) > newest:
+            raise StoreError(
+                f"the database schema {self.schema!r} is at version {max(done)}, newer than this "
+                f"ragline ({newest}); upgrade ragline"
             )
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-            known = migrations()
-            newest = max((v for v, _, _ in known), default=0)
-            if done and max(done) > newest:
-                raise StoreError(
-                    f"the database schema {self.schema!r} is at version {max(done)}, newer than this "
-                    f"ragline ({newest}); upgrade ragline"
-                )
-            for version, name, sql in known:
-                if version in done:
-                    continue
-                conn.execute(sql)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
-                )
-        conn.autocommit = True
+        for version, name, sql in known:
+            if version in done:
+                continue
+            conn.execute(sql)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
+            )
 
     def schema_version(self) -> int:
         with self.connection() as conn:
-            return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+            return int(
+                conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[
+                    0
+                ]
+            )
 
     def drop_schema(self) -> None:
         """Remove every ragline table in this schema (tests, `ragline reset`)."""
@@ -177,7 +191,11 @@ def resolve_database(target: str | Path | None, *, schema: str = DEFAULT_SCHEMA)
     from .server import ensure_server
 
     if target is None:
-        target = os.environ.get("RAGLINE_DATABASE_URL") or os.environ.get("RAGLINE_DATA_DIR") or ".ragline"
+        target = (
+            os.environ.get("RAGLINE_DATABASE_URL")
+            or os.environ.get("RAGLINE_DATA_DIR")
+            or ".ragline"
+        )
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
         return Database(text, schema=schema)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core.types import Chunk
 from .collections import Collection
@@ -42,7 +43,7 @@ class PreparedChunk:
     """A chunk ready to store: its vector, its BM25 terms and its text hash."""
 
     chunk: Chunk
-    embedding: "np.ndarray | None"
+    embedding: np.ndarray | None
     terms: Counter[str]
     text_hash: str
 
@@ -55,8 +56,17 @@ _DOC_COLS = (
 
 def _doc(r: Any) -> DocumentRecord:
     return DocumentRecord(
-        id=r[0], doc_key=r[1], source_uri=r[2], title=r[3], media_type=r[4], content_hash=r[5],
-        version=r[6], tenant=r[7], groups=tuple(r[8]), n_chunks=r[9], ingested_at=r[10],
+        id=r[0],
+        doc_key=r[1],
+        source_uri=r[2],
+        title=r[3],
+        media_type=r[4],
+        content_hash=r[5],
+        version=r[6],
+        tenant=r[7],
+        groups=tuple(r[8]),
+        n_chunks=r[9],
+        ingested_at=r[10],
         metadata=r[11] or {},
     )
 
@@ -68,7 +78,9 @@ def _lock_key(conn: Any, collection: Collection, tenant: str, doc_key: str) -> N
     )
 
 
-def get_document(db: Database, collection: Collection, tenant: str, doc_key: str) -> DocumentRecord | None:
+def get_document(
+    db: Database, collection: Collection, tenant: str, doc_key: str
+) -> DocumentRecord | None:
     with db.connection() as conn:
         r = conn.execute(
             f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND tenant = %s "
@@ -78,7 +90,9 @@ def get_document(db: Database, collection: Collection, tenant: str, doc_key: str
         return _doc(r) if r else None
 
 
-def list_documents(db: Database, collection: Collection, tenant: str | None = None) -> list[DocumentRecord]:
+def list_documents(
+    db: Database, collection: Collection, tenant: str | None = None
+) -> list[DocumentRecord]:
     with db.connection() as conn:
         if tenant is None:
             rows = conn.execute(
@@ -133,8 +147,18 @@ def write_document(
             "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             f"RETURNING {_DOC_COLS}",
             (
-                collection.id, doc_key, source_uri, title, media_type, content_hash, version,
-                tenant, groups, json.dumps(dict(metadata), default=str), language, modified_at,
+                collection.id,
+                doc_key,
+                source_uri,
+                title,
+                media_type,
+                content_hash,
+                version,
+                tenant,
+                groups,
+                json.dumps(dict(metadata), default=str),
+                language,
+                modified_at,
                 len(chunks),
             ),
         ).fetchone()
@@ -155,19 +179,38 @@ def write_document(
                 ) as cp:
                     for cid, pc in zip(ids, chunks):
                         c = pc.chunk
-                        cp.write_row((
-                            cid, doc.id, collection.id, tenant, groups, c.ordinal, list(c.heading_path),
-                            c.page, c.char_start, c.char_end, c.header, c.text, c.token_count,
-                            sum(pc.terms.values()), pc.text_hash, pc.embedding,
-                        ))
-                with cur.copy("COPY postings (collection_id, tenant, term, chunk_id, tf) FROM STDIN") as cp:
+                        cp.write_row(
+                            (
+                                cid,
+                                doc.id,
+                                collection.id,
+                                tenant,
+                                groups,
+                                c.ordinal,
+                                list(c.heading_path),
+                                c.page,
+                                c.char_start,
+                                c.char_end,
+                                c.header,
+                                c.text,
+                                c.token_count,
+                                sum(pc.terms.values()),
+                                pc.text_hash,
+                                pc.embedding,
+                            )
+                        )
+                with cur.copy(
+                    "COPY postings (collection_id, tenant, term, chunk_id, tf) FROM STDIN"
+                ) as cp:
                     for cid, pc in zip(ids, chunks):
                         for term, tf in pc.terms.items():
                             cp.write_row((collection.id, tenant, term, cid, tf))
         return doc
 
 
-def update_groups(db: Database, collection: Collection, tenant: str, doc_key: str, groups: Sequence[str]) -> bool:
+def update_groups(
+    db: Database, collection: Collection, tenant: str, doc_key: str, groups: Sequence[str]
+) -> bool:
     """Change who may read a document without re-embedding it (document and chunks together)."""
     groups = sorted(set(groups))
     with db.connection() as conn:
@@ -194,7 +237,9 @@ def delete_document(db: Database, collection: Collection, tenant: str, doc_key: 
         return cur.rowcount
 
 
-def cached_embeddings(db: Database, model_id: str, hashes: Iterable[str]) -> dict[str, "np.ndarray"]:
+def cached_embeddings(
+    db: Database, model_id: str, hashes: Iterable[str]
+) -> dict[str, np.ndarray]:
     hashes = list(set(hashes))
     if not hashes:
         return {}
@@ -206,7 +251,7 @@ def cached_embeddings(db: Database, model_id: str, hashes: Iterable[str]) -> dic
         return {h: v for h, v in rows}
 
 
-def store_embeddings(db: Database, model_id: str, items: Mapping[str, "np.ndarray"]) -> None:
+def store_embeddings(db: Database, model_id: str, items: Mapping[str, np.ndarray]) -> None:
     if not items:
         return
     with db.connection() as conn, conn.cursor() as cur:
@@ -223,7 +268,9 @@ def store_embeddings(db: Database, model_id: str, items: Mapping[str, "np.ndarra
         )
 
 
-def chunks_without_embeddings(db: Database, collection: Collection, limit: int = 256) -> list[tuple[int, str]]:
+def chunks_without_embeddings(
+    db: Database, collection: Collection, limit: int = 256
+) -> list[tuple[int, str]]:
     """(chunk id, indexed text) of chunks stored without a vector (BM25-only ingests)."""
     with db.connection() as conn:
         rows = conn.execute(
@@ -234,6 +281,6 @@ def chunks_without_embeddings(db: Database, collection: Collection, limit: int =
     return [(int(r[0]), r[1]) for r in rows]
 
 
-def set_embeddings(db: Database, ids: Sequence[int], vectors: Sequence["np.ndarray"]) -> None:
+def set_embeddings(db: Database, ids: Sequence[int], vectors: Sequence[np.ndarray]) -> None:
     with db.connection() as conn, conn.cursor() as cur:
         cur.executemany("UPDATE chunks SET embedding = %s WHERE id = %s", list(zip(vectors, ids)))

@@ -22,7 +22,9 @@ def validate_principal(principal: Any) -> Principal:
     if not isinstance(principal.tenant, str) or not principal.tenant.strip():
         raise AccessError("search refused: the caller's tenant is empty or not a string")
     groups = principal.groups
-    if isinstance(groups, (str, bytes)) or not all(isinstance(g, str) and g.strip() for g in groups):
+    if isinstance(groups, (str, bytes)) or not all(
+        isinstance(g, str) and g.strip() for g in groups
+    ):
         raise AccessError(
             f"search refused: groups must be a sequence of non-empty strings, got {groups!r}"
         )

