@@ -337,7 +337,7 @@ class RecursiveChunker:
         return in_order(spans)
 
     def chunk(self, document: ParsedDocument) -> list[Chunk]:
-        from .section import breadcrumb
+        from ..core.types import breadcrumb
 
         text = document.text
         header = breadcrumb(document.title, ()) if self.include_header else ""

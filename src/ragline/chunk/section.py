@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from ..core.types import BREADCRUMB_SEPARATOR, Block, Chunk, ParsedDocument
+from ..core.types import Block, Chunk, ParsedDocument, breadcrumb
 from .recursive import (
     Piece,
     TokenCounter,
@@ -23,18 +23,6 @@ from .recursive import (
     split_span,
     strip_span,
 )
-
-
-def breadcrumb(title: str, heading_path: tuple[str, ...]) -> str:
-    """``title › h1 › h2``: empty parts are skipped, a heading equal to the title
-    (ignoring case and spacing) is not repeated, and whitespace runs become one space."""
-    t = " ".join(title.split())
-    parts = [t] if t else []
-    for heading in heading_path:
-        h = " ".join(heading.split())
-        if h and not (t and h.casefold() == t.casefold()):
-            parts.append(h)
-    return BREADCRUMB_SEPARATOR.join(parts)
 
 
 def table_header(table_text: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..core.errors import RaglineError
+from ..core.types import breadcrumb
 
 EXIT_FAILURES = 1
 
@@ -216,7 +217,7 @@ def search(
     if not res.hits:
         click.echo("no results")
     for h in res.hits:
-        where = " › ".join([h.title, *h.heading_path])
+        where = breadcrumb(h.title, h.heading_path)
         click.secho(f"[{h.rank}] {where}  ({mode} {h.score:.4f})", bold=True)
         click.echo(f"    {h.source}")
         text = " ".join(h.text.split())

@@ -19,6 +19,18 @@ BLOCK_SEPARATOR = "\n\n"
 BREADCRUMB_SEPARATOR = " › "
 
 
+def breadcrumb(title: str, heading_path: tuple[str, ...] | list[str]) -> str:
+    """``title › h1 › h2``: empty parts are skipped, a heading equal to the title
+    (ignoring case and spacing) is not repeated, and whitespace runs become one space."""
+    t = " ".join(title.split())
+    parts = [t] if t else []
+    for heading in heading_path:
+        h = " ".join(heading.split())
+        if h and not (t and h.casefold() == t.casefold()):
+            parts.append(h)
+    return BREADCRUMB_SEPARATOR.join(parts)
+
+
 @dataclass(frozen=True)
 class Block:
     """One structural unit of a parsed document.
@@ -134,8 +146,8 @@ class Citation:
 
     @property
     def location(self) -> str:
-        parts = [self.title, *self.heading_path]
-        return " › ".join(p for p in parts if p)
+        """Where the passage is: ``title › heading › sub-heading``."""
+        return breadcrumb(self.title, self.heading_path)
 
 
 @dataclass(frozen=True)

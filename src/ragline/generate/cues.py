@@ -19,12 +19,12 @@ import re
 from collections.abc import Collection
 from typing import Literal
 
-AnswerType = Literal["quantity", "time", "year", "entity"]
+AnswerType = Literal["duration", "quantity", "time", "year", "entity"]
 
 VARIANT_MIN_PREFIX = 4
 """Stems sharing fewer leading letters are never variants of each other."""
 
-_TOKEN = re.compile(r"\w(?:[\w.\-/:]*\w)?")
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\w)|\w(?:[\w.\-/:]*\w)?")
 _NUMBER = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]\d)"
 )
@@ -52,10 +52,11 @@ _QUESTION_TYPES: dict[str, list[tuple[re.Pattern[str], AnswerType]]] = {
             ),
             "year",
         ),
+        (re.compile(r"\bhow\s+(?:long|soon|quickly|fast)\b", re.I), "duration"),
         (
             re.compile(
-                r"\bhow\s+(?:long|many|much|often|far|old|big|large|tall|high|wide|deep|heavy"
-                r"|fast|quickly|soon|frequently)\b|\bwhat\s+(?:percentage|percent|amount|number"
+                r"\bhow\s+(?:many|much|often|far|old|big|large|tall|high|wide|deep|heavy"
+                r"|frequently)\b|\bwhat\s+(?:percentage|percent|amount|number"
                 r"|price|cost|rate|fee|size|speed|temperature|distance)\b",
                 re.I,
             ),
@@ -81,6 +82,19 @@ _TIME = re.compile(
     r"|\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)"
     r"|\b(?:within|after|before|until|by|every|each)\s+(?:\w+\s+){0,2}?"
     r"(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\b",
+    re.I,
+)
+_UNITS = (
+    r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|months?|years?"
+    r"|decades?|centuries|business\s+days?|working\s+days?|shifts?|cycles?"
+    r"|mm|cm|m|km|metres?|meters?|kilometres?|kilometers?|miles?|feet|foot|ft|inches?|yards?"
+    r"|m/s|km/h|mph|knots?)"
+)
+_DURATION = re.compile(
+    r"(?:\d[\d,.]*|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|fifteen|twenty|thirty|forty|fifty|sixty|several|few|hundred|half|a\s+few)\b)"
+    r"(?:\s*-\s*|\s+)(?:\w+\s+)?" + _UNITS + r"\b"
+    r"|\b(?:immediately|instantly|overnight|same\s+day|next\s+(?:business\s+)?day)\b",
     re.I,
 )
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
@@ -166,6 +180,11 @@ def has_answer_type(
         return any(m.group(0).casefold() not in question_words for m in _NAME.finditer(text))
     if kind == "year":
         return any(float(y) not in question_numbers for y in _YEAR.findall(text))
+    if kind == "duration":
+        return any(
+            float(v) not in question_numbers if (v := number_value(m.group(0).split()[0])) else True
+            for m in _DURATION.finditer(text)
+        )
     if kind == "time":
         return any(m.group(0).casefold() not in question_words for m in _TIME.finditer(text))
     return any(v not in question_numbers for v in numbers_in(text)) or bool(

@@ -138,9 +138,7 @@ _ANSWER_TYPE_WORDS = {
         re.IGNORECASE,
     ),
 }
-_ANAPHORA = frozenset(
-    "it its this these those they their he she his her such that there".split()
-)
+_ANAPHORA = frozenset("it its this these those they their he she his her such that there".split())
 _PROSE = frozenset({"sentence", "question", "lead"})
 
 
@@ -202,9 +200,7 @@ class ExtractiveAnswerer:
                 generator=self.name,
                 evidence=evidence,
             )
-        text, citations = render_cited(
-            [(u.shown, considered[u.passage], u.text) for u in picked]
-        )
+        text, citations = render_cited([(u.shown, considered[u.passage], u.text) for u in picked])
         return Answer(
             question=question,
             text=text,

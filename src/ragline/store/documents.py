@@ -237,9 +237,7 @@ def delete_document(db: Database, collection: Collection, tenant: str, doc_key: 
         return cur.rowcount
 
 
-def cached_embeddings(
-    db: Database, model_id: str, hashes: Iterable[str]
-) -> dict[str, np.ndarray]:
+def cached_embeddings(db: Database, model_id: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
     hashes = list(set(hashes))
     if not hashes:
         return {}
