@@ -183,3 +183,16 @@ def test_embedded_server_lifecycle_with_concurrent_commands(tmp_path):
         ).stdout
     )
     assert not info["running"]
+
+
+def test_parse_shows_what_was_extracted(run):
+    md = run("parse", str(EXAMPLES / "data-retention-policy.html")).output
+    assert md.startswith("# Data Retention Policy")
+    assert "## 3. Retention schedule" in md and "| " in md  # the table survived as Markdown
+    assert "<script" not in md and "cookie" not in md.lower()
+    doc = json.loads(run("parse", str(EXAMPLES / "x570-user-manual.md"), "--format", "json").output)
+    assert doc["metadata"]["product"] == "X-570"
+    kinds = {b["kind"] for b in doc["blocks"]}
+    assert {"heading", "paragraph", "table", "code", "list"} <= kinds
+    res = run("parse", "/nonexistent/file.md", code=1)
+    assert "not found" in res.output

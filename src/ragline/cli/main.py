@@ -301,6 +301,27 @@ def status(obj: _Ctx, as_json: bool) -> None:
         click.echo(f"{key:24} {value}")
 
 
+@cli.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+def parse(file: Path, fmt: str) -> None:
+    """Show exactly what ragline extracts from FILE (no database needed)."""
+    from ..parse import parse_file
+    from ..parse.render import to_dict, to_markdown
+
+    doc = parse_file(file)
+    if fmt == "json":
+        _echo_json(to_dict(doc))
+    else:
+        click.echo(to_markdown(doc), nl=False)
+
+
 @cli.group()
 def server() -> None:
     """The embedded PostgreSQL server of the data directory."""
