@@ -83,6 +83,30 @@ class Index:
 
         return self.ingest_sources(sources(), tenant=tenant, groups=groups, on_progress=on_progress)
 
+    def sync(
+        self,
+        folder: str | Path,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        on_progress: Callable[[str, int], None] | None = None,
+    ) -> Any:
+        """Make the index equal ``folder`` (add, re-index changed, delete removed, move renamed)."""
+        from .ingest.pipeline import Ingestor
+        from .ingest.sync import sync_folder
+        from .store.filters import validate_principal
+
+        owner = validate_principal(_principal(tenant, groups))
+        ing = Ingestor(
+            self.db,
+            self.collection,
+            embedder=self.embedder,
+            chunker=self.chunker,
+            analyzer=self.analyzer,
+            on_progress=on_progress,
+        )
+        return sync_folder(ing, Path(folder), owner=owner, on_progress=on_progress)
+
     def ingest_sources(
         self,
         sources: Iterable[Any],

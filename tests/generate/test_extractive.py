@@ -246,7 +246,9 @@ def test_table_and_list_lines_stay_whole():
     assert not any("---" in u for u in units)
     table = hit(61, text, title="Plans")
     ans = ExtractiveAnswerer(max_sentences=1).answer("How many documents on the Pro plan?", [table])
-    assert ans.text == "| Pro | 250,000 | [1]"
+    # Shown with its column names; the citation quotes the row as written.
+    assert ans.text == "Pro — max documents: 250,000 [1]"
+    assert ans.citations[0].quote == "| Pro | 250,000 |"
 
 
 def test_split_units_edge_cases():

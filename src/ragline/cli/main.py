@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,14 +113,57 @@ _groups = click.option(
 _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 
 
+def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[str, int], None]]:
+    """A tqdm bar on stderr (files, chunks, chunks/s) and the callback that advances it."""
+    if not (show if show is not None else sys.stderr.isatty()):
+        return None, lambda _n, _c: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
+    t0 = time.perf_counter()
+    chunks = 0
+
+    def on_progress(_name: str, n: int) -> None:
+        nonlocal chunks
+        chunks += n
+        rate = chunks / max(time.perf_counter() - t0, 1e-9)
+        bar.set_postfix_str(f"{chunks} chunks, {rate:.1f} chunks/s")
+        bar.update(1)
+
+    return bar, on_progress
+
+
+def _print_report(report: Any, as_json: bool) -> None:
+    d = report.to_dict()
+    if as_json:
+        _echo_json(d)
+        return
+    extra = ""
+    if "renamed" in d:
+        extra = f", {len(d['renamed'])} renamed, {len(d['deleted'])} deleted"
+    click.echo(
+        f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged{extra}, "
+        f"{len(report.failed)} failed, {len(report.skipped)} skipped; {report.chunks} chunks "
+        f"({report.embedded} embedded, {report.cached} from cache) in {report.seconds:.1f}s "
+        f"({d['chunks_per_s']} chunks/s)"
+    )
+    for sk in report.skipped:
+        click.echo(f"  skipped: {sk.source}: {sk.reason}", err=True)
+    for f in report.failed:
+        click.secho(f"  failed: {f.source}: {f.reason}", fg="red", err=True)
+
+
+_progress = click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
+)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_tenant
 @_groups
 @_json
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
-)
+@_progress
 @click.pass_obj
 def ingest(
     obj: _Ctx,
@@ -134,41 +178,34 @@ def ingest(
 
     files = list(iter_files(paths))
     index = obj.index()
-    show = progress if progress is not None else sys.stderr.isatty()
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(files), unit="file", file=sys.stderr, dynamic_ncols=True)
-    chunks = 0
-    t0 = time.perf_counter()
-
-    def on_progress(_name: str, n: int) -> None:
-        nonlocal chunks
-        chunks += n
-        if bar is not None:
-            rate = chunks / max(time.perf_counter() - t0, 1e-9)
-            bar.set_postfix_str(f"{chunks} chunks, {rate:.1f} chunks/s")
-            bar.update(1)
-
+    bar, on_progress = _progress_bar(len(files), progress)
     report = index.ingest(
         [p for p, _ in files], tenant=tenant, groups=groups, on_progress=on_progress
     )
     if bar is not None:
         bar.close()
-    if as_json:
-        _echo_json(report.to_dict())
-    else:
-        d = report.to_dict()
-        click.echo(
-            f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
-            f"{len(report.failed)} failed, {len(report.skipped)} skipped; {report.chunks} chunks ({report.embedded} embedded, "
-            f"{report.cached} from cache) in {report.seconds:.1f}s ({d['chunks_per_s']} chunks/s)"
-        )
-        for sk in report.skipped:
-            click.echo(f"  skipped: {sk.source}: {sk.reason}", err=True)
-        for f in report.failed:
-            click.secho(f"  failed: {f.source}: {f.reason}", fg="red", err=True)
+    _print_report(report, as_json)
+    if report.failed:
+        sys.exit(EXIT_FAILURES)
+
+
+@cli.command()
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@_tenant
+@_groups
+@_json
+@_progress
+@click.pass_obj
+def sync(
+    obj: _Ctx, folder: Path, tenant: str, groups: str, as_json: bool, progress: bool | None
+) -> None:
+    """Make the index equal FOLDER: add new, re-index changed, delete removed, move renamed files."""
+    index = obj.index()
+    bar, on_progress = _progress_bar(None, progress)
+    report = index.sync(folder, tenant=tenant, groups=groups, on_progress=on_progress)
+    if bar is not None:
+        bar.close()
+    _print_report(report, as_json)
     if report.failed:
         sys.exit(EXIT_FAILURES)
 

@@ -16,7 +16,7 @@ Pure functions behind :class:`~ragline.generate.extractive.ExtractiveAnswerer`:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Literal
 
 AnswerType = Literal["duration", "quantity", "time", "year", "entity"]
@@ -158,6 +158,24 @@ def is_variant(a: str, b: str) -> bool:
         n += 1
     extra = len(a) + len(b) - 2 * n
     return extra <= 1 or (n >= 5 and extra <= 2)
+
+
+def variant_finder(terms: Collection[str]) -> Callable[[str], list[str]]:
+    """A function giving, for an analyzer term, the ``terms`` it is a variant of."""
+    by_prefix: dict[str, list[str]] = {}
+    for t in terms:
+        key = NUMBER_WORDS.get(t, t if t.isdigit() else t[:VARIANT_MIN_PREFIX])
+        by_prefix.setdefault(key, []).append(t)
+    cache: dict[str, list[str]] = {}
+
+    def find(term: str) -> list[str]:
+        found = cache.get(term)
+        if found is None:
+            key = NUMBER_WORDS.get(term, term if term.isdigit() else term[:VARIANT_MIN_PREFIX])
+            found = cache[term] = [t for t in by_prefix.get(key, ()) if is_variant(t, term)]
+        return found
+
+    return find
 
 
 def answer_type(question: str, language: str = "english") -> AnswerType | None:

@@ -73,10 +73,10 @@ from .cues import (
     code_pattern,
     has_answer_type,
     in_a_range,
-    is_variant,
     number_value,
     numbers_in,
     question_codes,
+    variant_finder,
 )
 from .units import TextUnit, heading_key, parse_units, render_unit, split_units
 
@@ -103,8 +103,10 @@ RANK_BONUS = 0.1
 """Score bonus for a sentence of the best passage; ``RANK_BONUS / (rank + 1)`` below it."""
 ECHO_PENALTY = (0.3,)
 """Score factor for sentences adding 0 (, 1, ...) terms beyond the question's own."""
-HEADING_FACTOR = 0.5
-"""Score factor for a heading-like line (short, unpunctuated) quoted as an answer."""
+HEADING_FACTOR = 0.8
+"""Score factor for a heading-like line (short, unpunctuated, not one of the passage's
+headings) quoted as an answer: a label, yet it may state the fact ("Version 2.3.1 -
+released 27 March 2024")."""
 EXTRA_MIN_RATIO = 0.7
 """A further sentence must score this share of the best sentence's score, or else ..."""
 MIN_GAIN = 0.3
@@ -234,15 +236,18 @@ class ExtractiveAnswerer:
         kind = answer_type(question, self.language)
         q_numbers = numbers_in(question)
         q_folded = question.casefold()
-        variants: dict[str, list[str]] = {}
+        variants_of = variant_finder(q_terms)
+        seen: set[str] = set()  # passage terms looked up for variants of question terms
+        variants: dict[str, list[str]] = {}  # ... and those that are variants
 
         def keys_in(text: str, with_type: bool = True) -> frozenset[str]:
             found = set(terms_of(text))
-            for t in list(found):
-                vs = variants.get(t)
-                if vs is None:
-                    vs = variants[t] = [q for q in q_terms if is_variant(q, t)]
-                found.update(vs)
+            for t in found - seen:
+                seen.add(t)
+                if vs := variants_of(t):
+                    variants[t] = vs
+            for t in found & variants.keys():
+                found.update(variants[t])
             for key, rx, value in zip(code_keys, code_res, code_values):
                 if rx.search(text) or (value is not None and in_a_range(text, value)):
                     found.add(key)
@@ -259,7 +264,10 @@ class ExtractiveAnswerer:
             names = [hit.title, *hit.heading_path]
             tus = parse_units(hit.text, names)
             parsed.append(tus)
-            keyed.append([keys_in(tu.text) for tu in tus])
+            # A heading's section number ("4.1") is not content.
+            keyed.append(
+                [keys_in(heading_key(tu.text) if tu.kind == "heading" else tu.text) for tu in tus]
+            )
             around.append(keys_in(" ".join(names), with_type=False))
             known.append({heading_key(n) for n in names})
             for tu, ks in zip(tus, keyed[-1]):

@@ -282,3 +282,24 @@ def chunks_without_embeddings(
 def set_embeddings(db: Database, ids: Sequence[int], vectors: Sequence[np.ndarray]) -> None:
     with db.connection() as conn, conn.cursor() as cur:
         cur.executemany("UPDATE chunks SET embedding = %s WHERE id = %s", list(zip(vectors, ids)))
+
+
+def rename_document(
+    db: Database,
+    collection: Collection,
+    tenant: str,
+    old_key: str,
+    new_key: str,
+    source_uri: str,
+    modified_at: datetime | None,
+) -> bool:
+    """Move a document to a new key/path in place: its chunks and vectors stay as they are."""
+    with db.connection() as conn:
+        for key in sorted((old_key, new_key)):
+            _lock_key(conn, collection, tenant, key)
+        r = conn.execute(
+            "UPDATE documents SET doc_key = %s, source_uri = %s, modified_at = coalesce(%s, modified_at) "
+            "WHERE collection_id = %s AND tenant = %s AND doc_key = %s AND is_current RETURNING id",
+            (new_key, source_uri, modified_at, collection.id, tenant, old_key),
+        ).fetchone()
+        return r is not None
