@@ -92,20 +92,13 @@ class Index:
         on_progress: Callable[[str, int], None] | None = None,
     ) -> Any:
         """Make the index equal ``folder`` (add, re-index changed, delete removed, move renamed)."""
-        from .ingest.pipeline import Ingestor
         from .ingest.sync import sync_folder
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
-        ing = Ingestor(
-            self.db,
-            self.collection,
-            embedder=self.embedder,
-            chunker=self.chunker,
-            analyzer=self.analyzer,
-            on_progress=on_progress,
+        return sync_folder(
+            self._ingestor(on_progress), Path(folder), owner=owner, on_progress=on_progress
         )
-        return sync_folder(ing, Path(folder), owner=owner, on_progress=on_progress)
 
     def ingest_sources(
         self,
@@ -116,11 +109,17 @@ class Index:
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
     ) -> Any:
-        from .ingest.pipeline import Ingestor
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
-        ing = Ingestor(
+        return self._ingestor(on_progress, embed=embed).ingest(sources, owner=owner)
+
+    def _ingestor(
+        self, on_progress: Callable[[str, int], None] | None, *, embed: bool = True
+    ) -> Any:
+        from .ingest.pipeline import Ingestor
+
+        return Ingestor(
             self.db,
             self.collection,
             embedder=self.embedder,
@@ -128,8 +127,8 @@ class Index:
             analyzer=self.analyzer,
             on_progress=on_progress,
             embed=embed,
+            parse_options=self.settings.parse_options(),
         )
-        return ing.ingest(sources, owner=owner)
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
         """Delete a document (by path or doc key) and everything derived from it."""

@@ -352,3 +352,193 @@ def test_renumber_markers_from_prompt_positions():
     assert text == "Paris museum [1]. Tower [2]. Bogus. Both [1][2]."
     assert [(c.number, c.chunk_id) for c in cits] == [(1, LOUVRE.chunk_id), (2, EIFFEL.chunk_id)]
     assert check_citations(text, cits) == []
+
+
+# -- structure of real documents: model numbers, answer types, headings, lists, tables ---
+
+CHARGING = hit(
+    201,
+    "Charging\n\n"
+    "The R-20 charges automatically on its docking station. When the battery falls to the "
+    "return threshold, the robot drives to the nearest free dock.\n\n"
+    "A fully charged R-20 runs for up to 10 hours of continuous operation at standard load. "
+    "Heavier payloads reduce runtime.\n\n"
+    "The last 20 percent charges more slowly to protect the cells. For most sites it is "
+    "better to top up between waves than to wait for a full charge.",
+    title="R-20 User Manual",
+    heading_path=("R-20 User Manual", "Charging"),
+)
+PER_DIEM = hit(
+    211,
+    "4. Meals and per diem\n\n"
+    "Meals while travelling are covered by a daily per diem instead of receipts:\n\n"
+    "- Domestic travel: $75 per day.\n"
+    "- International travel: $110 per day.\n\n"
+    "Business meals with customers are reimbursed separately at actual cost.",
+    title="Travel Policy",
+    heading_path=("Travel Policy", "4. Meals and per diem"),
+)
+FAULTS_HEAD = hit(
+    221,
+    "Error codes\n\n"
+    "When the robot detects a fault, the status light turns red and the code is shown.\n\n"
+    "| Code | Meaning | Fix |\n"
+    "| --- | --- | --- |\n"
+    "| E_101 | Lidar window dirty | Wipe the lidar window with a dry cloth |\n"
+    "| E_402 | Charging contact fault | Clean the copper contacts, then re-dock |",
+    title="R-20 User Manual",
+    heading_path=("R-20 User Manual", "Error codes"),
+)
+FAULTS_TAIL = hit(  # the rest of that table (same document), cut off without its header
+    222,
+    "| E_515 | Lift actuator stall | Lower the pod with the manual release lever |\n"
+    "| E_601 | Firmware mismatch | Update robot and dock to the same release |",
+    title="R-20 User Manual",
+    heading_path=("R-20 User Manual", "Error codes"),
+    rank=2,
+)
+APPROVALS = hit(
+    231,
+    "Approval depends on the estimated total cost of the trip:\n\n"
+    "- Up to $2,000: approval by your direct manager.\n"
+    "- From $2,000.01 to $10,000: approval by your department director.\n"
+    "- Above $10,000: approval by the VP of Finance.",
+    title="Travel Policy",
+    heading_path=("Travel Policy", "Before you travel"),
+)
+
+
+def test_model_number_and_word_forms_find_the_answer_and_lead_with_it():
+    # "X-570"-style model numbers match literally; "full charge" matches "fully charged".
+    ans = ExtractiveAnswerer().answer(
+        "How long does the R-20 battery last on a full charge?", [CHARGING]
+    )
+    assert not ans.abstained
+    assert ans.text.startswith("A fully charged R-20 runs for up to 10 hours")
+    check_consistent(ans)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How long does the dough rest in the fridge?", "rest in the fridge for two hours"),
+        ("How many eggs does the dough need?", "needs three eggs"),
+        ("When was the bakery opened?", "opened in 1931"),
+        ("Who opened the bakery?", "Anna Berg opened"),
+    ],
+)
+def test_answer_type_prefers_a_sentence_holding_that_kind_of_answer(question, expected):
+    bakery = hit(
+        241,
+        "The dough must rest in the fridge before baking. "
+        "Let the dough rest in the fridge for two hours. "
+        "The dough needs eggs and flour. The dough needs three eggs. "
+        "The bakery was opened by the family. The bakery opened in 1931. "
+        "The bakery was opened as a family shop. Anna Berg opened the bakery as a shop.",
+        title="Bakery",
+    )
+    ans = ExtractiveAnswerer(max_sentences=1, min_evidence=0).answer(question, [bakery])
+    assert expected in ans.text
+
+
+def test_headings_are_not_answers_and_a_lead_in_brings_its_list():
+    ans = ExtractiveAnswerer().answer("What is the per diem for meals?", [PER_DIEM])
+    assert not ans.abstained
+    assert "4. Meals and per diem" not in ans.text
+    assert "$75 per day" in ans.text and "$110 per day" in ans.text
+    # The lead-in line is quoted once, before its items, never alone.
+    assert ans.text.startswith("Meals while travelling are covered by a daily per diem")
+    assert ans.text.count("covered by a daily per diem") == 1
+    assert "- Domestic" not in ans.text  # bullets are not part of the answer text
+    check_consistent(ans)
+
+
+def test_a_lead_in_line_alone_is_never_an_answer():
+    ans = ExtractiveAnswerer(max_sentences=1).answer(
+        "What covers meals while travelling?", [PER_DIEM]
+    )
+    assert not ans.text.rstrip(" [1]").endswith(":")
+
+
+def test_faq_question_line_is_context_not_answer():
+    faq = hit(
+        251,
+        "How do I get VPN access?\n\nOpen a request for VPN Standard Access in the IT "
+        "Helpdesk portal. Your manager approves it within one business day.",
+        title="FAQ",
+        heading_path=("FAQ", "How do I get VPN access?"),
+    )
+    ans = ExtractiveAnswerer().answer("How do I get VPN access?", [faq])
+    assert ans.text.startswith("Open a request for VPN Standard Access")
+    assert "How do I get VPN access?" not in ans.text
+
+
+def test_table_row_is_shown_with_its_column_names_never_the_header_row():
+    ans = ExtractiveAnswerer().answer("What does E_402 mean?", [FAULTS_HEAD])
+    assert not ans.abstained
+    assert ans.text.startswith(
+        "E_402 — Meaning: Charging contact fault; Fix: Clean the copper contacts, then re-dock [1]"
+    )
+    assert "| Code |" not in ans.text and "Code | Meaning" not in ans.text
+    assert "E_101" not in ans.text
+    assert ans.citations[0].quote.startswith("| E_402 | Charging contact fault |")
+    check_consistent(ans)
+
+
+def test_a_table_cut_by_the_chunker_borrows_the_header_row_of_its_other_part():
+    ans = ExtractiveAnswerer().answer("How do I fix E_515?", [FAULTS_HEAD, FAULTS_TAIL])
+    assert not ans.abstained
+    assert ans.text.startswith("E_515 — Meaning: Lift actuator stall; Fix: Lower the pod")
+    assert ans.citations[0].chunk_id == FAULTS_TAIL.chunk_id
+    # Without the other part, the row still reads, just without column names.
+    alone = ExtractiveAnswerer(min_evidence=0).answer("How do I fix E_515?", [FAULTS_TAIL])
+    assert alone.text.startswith("E_515 — Lift actuator stall; Lower the pod")
+
+
+def test_header_row_alone_never_answers():
+    ans = ExtractiveAnswerer(min_evidence=0).answer("What is the fix for a code?", [FAULTS_HEAD])
+    assert "| Code | Meaning | Fix |" not in ans.text
+    assert not ans.text.startswith("Code")
+
+
+def test_a_number_in_the_question_matches_a_range_holding_it():
+    ans = ExtractiveAnswerer().answer(
+        "Who has to approve a business trip that is estimated to cost $5,000?", [APPROVALS]
+    )
+    assert ans.text.startswith(
+        "Approval depends on the estimated total cost of the trip: [1] "
+        "From $2,000.01 to $10,000: approval by your department director. [1]"
+    )
+
+
+def test_a_code_found_in_no_passage_lowers_evidence():
+    known = ExtractiveAnswerer(min_evidence=0).answer("What did v2.3.1 fix?", [RELEASES])
+    unknown = ExtractiveAnswerer(min_evidence=0).answer("What did v2.5.0 fix?", [RELEASES])
+    assert unknown.evidence < known.evidence
+    assert ExtractiveAnswerer().answer("What did v2.5.0 fix?", [RELEASES]).abstained
+
+
+def test_heading_like_line_may_answer_when_it_states_the_fact():
+    notes = hit(
+        261,
+        "Release notes for the controller.\n\n"
+        "VERSION 2.3.1 - released 27 March 2024\n\n"
+        "This is a maintenance release. All sites should install it.",
+        title="Release notes",
+    )
+    ans = ExtractiveAnswerer(max_sentences=1).answer("When was version 2.3.1 released?", [notes])
+    assert ans.text == "VERSION 2.3.1 - released 27 March 2024 [1]"
+
+
+def test_structured_answers_are_deterministic_and_consistent():
+    hits = [CHARGING, PER_DIEM, FAULTS_HEAD, FAULTS_TAIL, APPROVALS]
+    for q in [
+        "What does E_402 mean?",
+        "What is the per diem for meals?",
+        "How long does the R-20 battery last on a full charge?",
+        "Who approves trips above $10,000?",
+    ]:
+        first = ExtractiveAnswerer(min_evidence=0).answer(q, hits)
+        assert ExtractiveAnswerer(min_evidence=0).answer(q, hits) == first
+        if not first.abstained:
+            check_consistent(first)

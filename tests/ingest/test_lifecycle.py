@@ -51,7 +51,9 @@ def test_changed_file_replaces_old_chunks(fake_index, tmp_path):
 
 def test_deleted_then_restored_text_comes_from_the_embedding_cache(fake_index, tmp_path):
     f = tmp_path / "one.md"
-    f.write_text("# Docks\n\nShared paragraph about charging docks.\n\n## More\n\nA second section.\n")
+    f.write_text(
+        "# Docks\n\nShared paragraph about charging docks.\n\n## More\n\nA second section.\n"
+    )
     first = fake_index.ingest(f)
     assert first.embedded == first.chunks > 0
     fake_index.delete(f)

@@ -33,13 +33,17 @@ def test_add_change_delete_rename_noop(fake_index, tmp_path):
 
     (root / "a.md").write_text("# Alpha\n\nAardvarks eat termites too.\n")  # change
     (root / "b.md").unlink()  # delete
-    (root / "sub" / "c.txt").rename(root / "sub" / "c-renamed.txt")  # rename (title from first line)
+    (root / "sub" / "c.txt").rename(
+        root / "sub" / "c-renamed.txt"
+    )  # rename (title from first line)
     (root / "d.md").write_text("# Delta\n\nDingoes howl.\n")  # add
     r = fake_index.sync(root)
     assert [k.rsplit("/", 1)[-1] for k in r.updated] == ["a.md"]
     assert [k.rsplit("/", 1)[-1] for k in r.added] == ["d.md"]
     assert [k.rsplit("/", 1)[-1] for k in r.deleted] == ["b.md"]
-    assert [(a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]) for a, b in r.renamed] == [("c.txt", "c-renamed.txt")]
+    assert [(a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]) for a, b in r.renamed] == [
+        ("c.txt", "c-renamed.txt")
+    ]
     assert _keys(fake_index) == {"a.md", "c-renamed.txt", "d.md", "outside.md"}
     assert not fake_index.search("badgers setts", mode="bm25")
     assert fake_index.search("termites", mode="bm25")
@@ -54,7 +58,9 @@ def test_rename_moves_without_reembedding(fake_index, tmp_path):
     calls = fake_index.embedder.calls
     (root / "guide.md").rename(root / "field-guide.md")
     r = fake_index.sync(root)
-    assert [(a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]) for a, b in r.renamed] == [("guide.md", "field-guide.md")]
+    assert [(a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]) for a, b in r.renamed] == [
+        ("guide.md", "field-guide.md")
+    ]
     assert not r.deleted and not r.added and fake_index.embedder.calls == calls
     hits = fake_index.search("otters", mode="bm25")
     assert len(hits) == 1 and hits[0].source.endswith("field-guide.md")
@@ -74,9 +80,15 @@ def test_unparsable_file_keeps_previous_version(fake_index, tmp_path):
 
 def test_sync_cli_json(pg_url, schema, tmp_path):
     (tmp_path / "x.md").write_text("# X\n\nXylophones are loud.\n")
-    env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": "",
-           "RAGLINE_EMBEDDER": "minilm"}
-    res = CliRunner().invoke(cli, ["sync", str(tmp_path), "--json"], env=env, catch_exceptions=False)
+    env = {
+        "RAGLINE_DATABASE_URL": pg_url,
+        "RAGLINE_DB_SCHEMA": schema,
+        "RAGLINE_DATA_DIR": "",
+        "RAGLINE_EMBEDDER": "minilm",
+    }
+    res = CliRunner().invoke(
+        cli, ["sync", str(tmp_path), "--json"], env=env, catch_exceptions=False
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert len(out["added"]) == 1 and out["deleted"] == [] and out["renamed"] == []

@@ -50,3 +50,11 @@ class NotFoundError(RaglineError):
 
 class MissingDependencyError(RaglineError):
     """An optional dependency is not installed; the message names the extra."""
+
+
+class ParseTimeoutError(ParseError):
+    """Parsing one file took longer than the per-file time limit; the worker was stopped."""
+
+
+class ParseResourceError(ParseError):
+    """Parsing one file needed more memory than the per-file limit, or crashed its worker."""

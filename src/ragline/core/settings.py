@@ -39,6 +39,18 @@ class Settings(BaseModel):
     ef_search: int = Field(default=100, ge=1)
     answer_passages: int = Field(default=5, ge=1)
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    parse_workers: int | None = Field(
+        default=None, ge=1, description="parser processes (default: cores, max 4)"
+    )
+    parse_timeout_s: float | None = Field(default=None, gt=0, description="per file (default 120)")
+    parse_memory_mb: int | None = Field(default=None, ge=64, description="per file (default 2048)")
+
+    def parse_options(self) -> dict[str, Any]:
+        return {
+            "workers": self.parse_workers,
+            "timeout_s": self.parse_timeout_s,
+            "memory_mb": self.parse_memory_mb,
+        }
 
     @field_validator("database_url")
     @classmethod

@@ -51,8 +51,9 @@ def render_cited(
     quotes: list[list[str]] = []
     parts: list[str] = []
     for segment in segments:
-        sentence, hit = segment[0].strip(), segment[1]
-        quote = segment[2].strip() if len(segment) > 2 else sentence  # type: ignore[misc]
+        sentence, hit, *rest = segment
+        sentence = sentence.strip()
+        quote = rest[0].strip() if rest else sentence
         if not sentence:
             continue
         n = numbers.get(hit.chunk_id)

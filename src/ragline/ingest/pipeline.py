@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +99,10 @@ class Ingestor:
         analyzer: Any,
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
+        parse_options: dict[str, Any] | None = None,
     ) -> None:
         self.embed = embed
+        self.parse_options = dict(parse_options or {})
         self.db = db
         self.collection = collection
         self.embedder = embedder
@@ -111,59 +113,68 @@ class Ingestor:
     def ingest(
         self, sources: Iterable[Source | Skipped | tuple[str, ParseError]], *, owner: Principal
     ) -> IngestReport:
-        """Ingest ``sources`` (a ``(name, error)`` pair records a source that could not be opened)."""
+        """Ingest ``sources`` (a ``(name, error)`` pair records a source that could not be opened).
+
+        Files are parsed in worker processes ahead of the embedding of earlier documents,
+        so parsing and embedding overlap; at most a small window of parsed documents and
+        one embedding batch are held in memory at any time.
+        """
+        from .workers import ParsePool
+
         report = IngestReport()
         t0 = time.perf_counter()
         existing = {d.doc_key: d for d in list_documents(self.db, self.collection, owner.tenant)}
         groups = tuple(sorted(set(owner.groups)))
+
+        def to_parse() -> Iterator[tuple[tuple[Source, bool], Any, Any]]:
+            for src in sources:
+                if isinstance(src, Skipped):
+                    report.skipped.append(src)
+                    self.on_progress(src.source, 0)
+                    continue
+                if isinstance(src, tuple):
+                    name, err = src
+                    reason = err.reason if isinstance(err, ParseError) else str(err)
+                    report.failed.append(Failure(name, reason, type(err).__name__))
+                    self.on_progress(name, 0)
+                    continue
+                old = existing.get(src.doc_key)
+                if old is not None and old.content_hash == src.content_hash:
+                    if tuple(old.groups) != groups:
+                        update_groups(self.db, self.collection, owner.tenant, src.doc_key, groups)
+                        report.updated.append(src.doc_key)
+                    else:
+                        report.unchanged.append(src.doc_key)
+                    self.on_progress(src.doc_key, 0)
+                    continue
+                yield (src, old is not None), src.path, (None if src.path is not None else src.load)
+
         pending: list[_Pending] = []
         n_pending = 0
-        for src in sources:
-            if isinstance(src, Skipped):
-                report.skipped.append(src)
-                self.on_progress(src.source, 0)
-                continue
-            if isinstance(src, tuple):
-                name, err = src
-                report.failed.append(
-                    Failure(
-                        name,
-                        err.reason if isinstance(err, ParseError) else str(err),
-                        type(err).__name__,
+        with ParsePool(**self.parse_options) as pool:
+            for (src, is_update), parsed in pool.imap(to_parse()):
+                try:
+                    if isinstance(parsed, Exception):
+                        raise parsed
+                    chunks = self.chunker.chunk(parsed)
+                    if not chunks:
+                        raise EmptyDocumentError(src.source_uri, "no text to index after parsing")
+                except RaglineError as exc:
+                    reason = exc.reason if isinstance(exc, ParseError) else str(exc)
+                    report.failed.append(Failure(src.source_uri, reason, type(exc).__name__))
+                    self.on_progress(src.source_uri, 0)
+                    continue
+                except Exception as exc:  # a chunker bug must not stop the batch
+                    report.failed.append(
+                        Failure(src.source_uri, f"unexpected error: {exc!r}", type(exc).__name__)
                     )
-                )
-                self.on_progress(name, 0)
-                continue
-            old = existing.get(src.doc_key)
-            if old is not None and old.content_hash == src.content_hash:
-                if tuple(old.groups) != groups:
-                    update_groups(self.db, self.collection, owner.tenant, src.doc_key, groups)
-                    report.updated.append(src.doc_key)
-                else:
-                    report.unchanged.append(src.doc_key)
-                self.on_progress(src.doc_key, 0)
-                continue
-            try:
-                parsed = src.load()
-                chunks = self.chunker.chunk(parsed)
-                if not chunks:
-                    raise EmptyDocumentError(src.source_uri, "no text to index after parsing")
-            except RaglineError as exc:
-                reason = exc.reason if isinstance(exc, ParseError) else str(exc)
-                report.failed.append(Failure(src.source_uri, reason, type(exc).__name__))
-                self.on_progress(src.source_uri, 0)
-                continue
-            except Exception as exc:  # a parser bug must not stop the batch
-                report.failed.append(
-                    Failure(src.source_uri, f"unexpected error: {exc!r}", type(exc).__name__)
-                )
-                self.on_progress(src.source_uri, 0)
-                continue
-            pending.append(_Pending(src, parsed, chunks, old is not None))
-            n_pending += len(chunks)
-            if n_pending >= EMBED_BATCH_CHUNKS:
-                self._flush(pending, owner, groups, report)
-                pending, n_pending = [], 0
+                    self.on_progress(src.source_uri, 0)
+                    continue
+                pending.append(_Pending(src, parsed, chunks, is_update))
+                n_pending += len(chunks)
+                if n_pending >= EMBED_BATCH_CHUNKS:
+                    self._flush(pending, owner, groups, report)
+                    pending, n_pending = [], 0
         if pending:
             self._flush(pending, owner, groups, report)
         report.seconds = time.perf_counter() - t0

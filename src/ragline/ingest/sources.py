@@ -24,6 +24,8 @@ class Source:
     load: Callable[[], ParsedDocument]
     modified_at: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    """A file on disk: parsed in a worker process (time- and memory-limited) when set."""
 
 
 def doc_key_for(path: Path) -> str:
@@ -73,22 +75,30 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, ParseError |
             yield path, ParseError(str(path), "no such file or directory")
 
 
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def file_source(path: Path) -> Source:
     """A :class:`Source` for a file: hashed now, parsed lazily."""
     from ..parse import parse_bytes
 
     try:
-        data = path.read_bytes()
+        digest = _file_digest(path)
         mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     except OSError as exc:
         raise ParseError(str(path), f"cannot read the file: {exc.strerror or exc}") from exc
-    digest = hashlib.sha256(data).hexdigest()
     return Source(
         doc_key=doc_key_for(path),
         source_uri=str(path.resolve()),
         content_hash=digest,
-        load=lambda: parse_bytes(data, path=path),
+        load=lambda: parse_bytes(path.read_bytes(), path=path),
         modified_at=mtime,
+        path=path,
     )
 
 

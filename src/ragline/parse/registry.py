@@ -14,8 +14,10 @@ from pathlib import Path
 from ..core.errors import EmptyDocumentError, ParseError, UnsupportedFormatError
 from ..core.protocols import Parser
 from ..core.types import ParsedDocument
+from .docx import DocxParser
 from .html import HtmlParser
 from .markdown import MarkdownParser
+from .ocr import ImageParser
 from .text import TextParser
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -43,13 +45,13 @@ FORMATS: tuple[Format, ...] = (
     Format("text/html", "HTML", (".html", ".htm"), HtmlParser),
     # Recognised but not parsed yet: set ``parser`` when the parser lands.
     Format("application/pdf", "PDF document", (".pdf",), None, "PDF parsing"),
-    Format(DOCX, "DOCX document", (".docx",), None, "DOCX parsing"),
-    Format("image/png", "PNG image", (".png",), None, "image parsing (OCR)"),
-    Format("image/jpeg", "JPEG image", (".jpg", ".jpeg"), None, "image parsing (OCR)"),
-    Format("image/gif", "GIF image", (".gif",), None, "image parsing (OCR)"),
-    Format("image/webp", "WebP image", (".webp",), None, "image parsing (OCR)"),
-    Format("image/tiff", "TIFF image", (".tif", ".tiff"), None, "image parsing (OCR)"),
-    Format("image/bmp", "BMP image", (".bmp",), None, "image parsing (OCR)"),
+    Format(DOCX, "DOCX document", (".docx",), DocxParser),
+    Format("image/png", "PNG image", (".png",), ImageParser),
+    Format("image/jpeg", "JPEG image", (".jpg", ".jpeg"), ImageParser),
+    Format("image/gif", "GIF image", (".gif",), ImageParser),
+    Format("image/webp", "WebP image", (".webp",), ImageParser),
+    Format("image/tiff", "TIFF image", (".tif", ".tiff"), ImageParser),
+    Format("image/bmp", "BMP image", (".bmp",), ImageParser),
 )
 
 PARSERS: dict[str, type[Parser] | None] = {f.media_type: f.parser for f in FORMATS}
