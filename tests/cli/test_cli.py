@@ -139,7 +139,9 @@ def test_eval_retrieval_bm25_subset(run):
 
 def test_embedded_server_lifecycle_with_concurrent_commands(tmp_path):
     """Two commands at once on a fresh data dir share one server; `server stop` stops it."""
-    data = tmp_path / "d"
+    from tests.conftest import fresh_data_dir
+
+    data = fresh_data_dir() / "d"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLINE_")}
     exe = [sys.executable, "-m", "ragline.cli.main", "--data-dir", str(data)]
     (tmp_path / "n.md").write_text("# Note\n\nWombats dig burrows.\n")

@@ -164,3 +164,18 @@ def test_sigkill_mid_ingest_leaves_each_document_old_or_new(pg_url, schema):
             kinds.add("old" if n_old else "new")
         assert finished or "old" in kinds  # killed mid-way: some documents still old
     idx.close()
+
+
+def test_language_detected_per_document_and_on_hits(fake_index, tmp_path):
+    (tmp_path / "hu.txt").write_text(
+        "A raktári robot akkumulátora teljes töltéssel tíz órán át működik. "
+        "A töltőállomást hetente meg kell tisztítani, különben a robot nem tud tölteni.\n"
+    )
+    (tmp_path / "en.md").write_text(
+        "---\nlanguage: en-GB\n---\n# Charging\n\nThe dock must be cleaned weekly.\n"
+    )
+    fake_index.ingest(tmp_path)
+    langs = {
+        Path(h.source).name: h.metadata["language"] for h in fake_index.search("robot dock", k=10)
+    }
+    assert langs == {"hu.txt": "hu", "en.md": "en"}

@@ -15,9 +15,9 @@ from ragline.core.errors import (
     ParseError,
     UnsupportedFormatError,
 )
-from ragline.parse import parse_bytes, parse_file
+from ragline.parse import parse_bytes, parse_file, supported_extensions
 
-SUPPORTED = ".md .markdown .txt .text .html .htm"
+SUPPORTED = " ".join(supported_extensions())
 PDFS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "documents" / "pdf"
 
 
@@ -89,11 +89,14 @@ def test_control_heavy_binary_without_nul(tmp_path: Path) -> None:
 
 
 def test_png_named_md(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedFormatError) as info:
+    """Magic bytes win over the extension: a blank PNG named .md goes to OCR, which finds no text."""
+    import shutil
+
+    if shutil.which("tesseract") is None:
+        pytest.skip("tesseract is not installed")
+    with pytest.raises(EmptyDocumentError) as info:
         parse_file(write(tmp_path, "diagram.md", png_bytes()))
-    reason = info.value.reason
-    assert "PNG image" in reason and "named .md" in reason
-    assert "not available in this version" in reason and SUPPORTED in reason
+    assert "OCR found no text" in info.value.reason
 
 
 def test_executable_named_txt(tmp_path: Path) -> None:
@@ -125,15 +128,15 @@ def test_real_pdf_file() -> None:
 def test_docx_by_extension_and_magic(tmp_path: Path) -> None:
     zip_head = b"PK\x03\x04" + bytes(26) + b"[Content_Types].xml" + b"word/document.xml"
     for name in ("report.docx", "report.txt"):
-        with pytest.raises(UnsupportedFormatError) as info:
+        with pytest.raises(ParseError) as info:
             parse_file(write(tmp_path, name, zip_head))
-        assert "DOCX parsing is not available" in info.value.reason
+        assert "not a valid DOCX" in info.value.reason
 
 
 def test_image_extension(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedFormatError) as info:
+    with pytest.raises(ParseError) as info:
         parse_file(write(tmp_path, "photo.jpg", b"\xff\xd8\xff\xe0" + bytes(20)))
-    assert "JPEG image" in info.value.reason and "image parsing" in info.value.reason
+    assert "not an image Pillow can read" in info.value.reason
 
 
 def test_undecodable_bytes(tmp_path: Path) -> None:

@@ -222,6 +222,8 @@ def _hit_dict(h: Any) -> dict[str, Any]:
         "page": h.page,
         "text": h.text,
         "scores": dict(h.scores),
+        "version": h.metadata.get("version"),
+        "is_current": h.metadata.get("is_current"),
         "ranks": dict(h.ranks),
     }
 
@@ -234,13 +236,25 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 @click.option(
     "--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid", show_default=True
 )
+@click.option(
+    "--include-history", is_flag=True, help="Also search old versions (see keep_versions)."
+)
 @_json
 @click.pass_obj
 def search(
-    obj: _Ctx, query: str, tenant: str, groups: str, k: int, mode: str, as_json: bool
+    obj: _Ctx,
+    query: str,
+    tenant: str,
+    groups: str,
+    k: int,
+    mode: str,
+    include_history: bool,
+    as_json: bool,
 ) -> None:
     """Search the chunks the caller may read (BM25 + vector, fused with RRF)."""
-    res = obj.index().search_result(query, tenant=tenant, groups=groups, k=k, mode=mode)
+    res = obj.index().search_result(
+        query, tenant=tenant, groups=groups, k=k, mode=mode, include_history=include_history
+    )
     if as_json:
         _echo_json(
             {

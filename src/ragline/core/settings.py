@@ -39,6 +39,11 @@ class Settings(BaseModel):
     ef_search: int = Field(default=100, ge=1)
     answer_passages: int = Field(default=5, ge=1)
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    keep_versions: int = Field(
+        default=0,
+        ge=0,
+        description="old versions kept per document (searchable with include_history)",
+    )
     parse_workers: int | None = Field(
         default=None, ge=1, description="parser processes (default: cores, max 4)"
     )

@@ -82,6 +82,16 @@ class _Pending:
     is_update: bool
 
 
+def _language(parsed: ParsedDocument, meta: dict[str, Any]) -> str:
+    """The document's language: declared (front matter, HTML lang) or detected offline."""
+    declared = meta.get("language") or meta.get("lang")
+    if isinstance(declared, str) and declared.strip():
+        return declared.strip().lower().split("-")[0][:8]
+    from ..analysis.language import detect_language
+
+    return detect_language(parsed.text).code
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -100,7 +110,9 @@ class Ingestor:
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
         parse_options: dict[str, Any] | None = None,
+        keep_versions: int = 0,
     ) -> None:
+        self.keep_versions = keep_versions
         self.embed = embed
         self.parse_options = dict(parse_options or {})
         self.db = db
@@ -215,6 +227,8 @@ class Ingestor:
                 for c in p.chunks
             ]
             meta = {**p.parsed.metadata, **p.source.metadata}
+            language = _language(p.parsed, meta)
+            meta.setdefault("language", language)
             try:
                 write_document(
                     self.db,
@@ -229,6 +243,8 @@ class Ingestor:
                     metadata=meta,
                     chunks=prepared,
                     modified_at=p.source.modified_at,
+                    keep_versions=self.keep_versions,
+                    language=language,
                 )
             except Exception as exc:
                 report.failed.append(

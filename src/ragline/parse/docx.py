@@ -62,24 +62,17 @@ _W_NAMESPACES = (
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
     "http://purl.oclc.org/ooxml/wordprocessingml/main",  # Strict OOXML
 )
-_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 _REL_OFFICE_DOCUMENT = "/officeDocument"
 _REL_STYLES = "/styles"
 _REL_NUMBERING = "/numbering"
 _REL_CORE = "/core-properties"
 _HEADING_NAME_RE = re.compile(r"^heading\s*([1-9])$")
 _CODE_STYLES = frozenset({"code", "source code", "html preformatted", "plain text", "macro text"})
-_CORE_FIELDS = {
-    "title": "title",
-    "creator": "creator",
-    "created": "created",
-    "modified": "modified",
-    "subject": "subject",
-    "keywords": "keywords",
-    "description": "description",
-    "language": "language",
-    "lastModifiedBy": "last_modified_by",
-}
+_CORE_FIELDS = {"lastModifiedBy": "last_modified_by"} | {
+    name: name
+    for name in ("title", "creator", "created", "modified", "subject", "keywords", "description",
+                 "language")
+}  # fmt: skip
 _FALSE = frozenset({"0", "false", "off"})
 
 
@@ -170,7 +163,6 @@ class _Package:
         info = self.names.get(name.lstrip("/").lower())
         if info is None:
             return None
-        where = f"{self.path}: part {info.filename}"
         if info.file_size > MAX_PART_BYTES:
             raise ParseError(
                 str(self.path),
@@ -193,7 +185,9 @@ class _Package:
             with self.zip.open(info) as stream:
                 data = stream.read(info.file_size + 1)
         except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-            raise ParseError(str(self.path), f"could not read {where}: {exc}") from None
+            raise ParseError(
+                str(self.path), f"could not read part {info.filename}: {exc}"
+            ) from None
         if len(data) > info.file_size:  # zipfile caps at the declared size; belt and braces
             raise ParseError(str(self.path), f"part {info.filename} is larger than declared")
         self.read_total += len(data)
@@ -547,8 +541,8 @@ class _Walker:
         rows = _table_rows(tbl)
         if max((len(r) for r in rows), default=0) <= 1:
             # A one-column table is a frame around text, not data: read it as content.
-            for tr in _rows(tbl):
-                for tc in _cells(tr):
+            for tr in _parts(tbl, "tr"):
+                for tc in _parts(tr, "tc"):
                     self.container(tc)
                     self.flush()
             return
@@ -604,35 +598,26 @@ def _run_part(part: Element, out: list[str], boxes: list[Element]) -> None:
         return
 
 
-def _rows(tbl: Element) -> list[Element]:
+def _parts(element: Element, name: str) -> list[Element]:
+    """Children named ``name`` (rows of a table, cells of a row), looking through the
+    content-control and custom-XML wrappers that may enclose them."""
     out: list[Element] = []
-    for child in tbl:
-        name = _local(child.tag)
-        if name == "tr":
+    for child in element:
+        local = _local(child.tag)
+        if local == name:
             out.append(child)
-        elif name in ("sdt", "sdtContent", "customXml"):
-            out.extend(_rows(child))
-    return out
-
-
-def _cells(tr: Element) -> list[Element]:
-    out: list[Element] = []
-    for child in tr:
-        name = _local(child.tag)
-        if name == "tc":
-            out.append(child)
-        elif name in ("sdt", "sdtContent", "customXml"):
-            out.extend(_cells(child))
+        elif local in ("sdt", "sdtContent", "customXml"):
+            out.extend(_parts(child, name))
     return out
 
 
 def _table_rows(tbl: Element) -> list[list[str]]:
     """Cell texts on the table grid: spans repeated across columns, vertical merges down."""
     grid: list[list[str]] = []
-    for tr in _rows(tbl):
+    for tr in _parts(tbl, "tr"):
         trpr = _child(tr, "trPr")
         row = [""] * min(_int(_attr(_child(trpr, "gridBefore"), "val"), 0), _MAX_SPAN)
-        for tc in _cells(tr):
+        for tc in _parts(tr, "tc"):
             tcpr = _child(tc, "tcPr")
             span = min(max(_int(_attr(_child(tcpr, "gridSpan"), "val"), 1), 1), _MAX_SPAN)
             vmerge = _child(tcpr, "vMerge")

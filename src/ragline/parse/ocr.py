@@ -302,7 +302,10 @@ def _open(image: Any, source: str) -> Image:
     except (pil.DecompressionBombError, pil.DecompressionBombWarning) as exc:
         raise ParseError(source, f"refused as a possible decompression bomb: {exc}") from None
     except (OSError, ValueError, SyntaxError) as exc:
-        raise ParseError(source, f"is not an image Pillow can read: {exc}") from None
+        why = "unknown or damaged image data" if "cannot identify" in str(exc) else str(exc)
+        raise ParseError(
+            source, f"is not an image Pillow can read ({why}); check that the file is complete"
+        ) from None
 
 
 def _frames(

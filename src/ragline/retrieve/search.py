@@ -38,6 +38,7 @@ class SearchParams:
     rrf_k: int = RRF_K
     ef_search: int = 100
     bm25: BM25Params = BM25Params()
+    include_history: bool = False
 
 
 class HybridSearcher:
@@ -58,7 +59,13 @@ class HybridSearcher:
     ) -> tuple[list, float]:
         t = time.perf_counter()
         res = bm25_search(
-            self.db, self.collection, self.analyzer.terms(query), principal, n, p.bm25
+            self.db,
+            self.collection,
+            self.analyzer.terms(query),
+            principal,
+            n,
+            p.bm25,
+            include_history=p.include_history,
         )
         return res, (time.perf_counter() - t) * 1000
 
@@ -68,7 +75,15 @@ class HybridSearcher:
         t = time.perf_counter()
         q = self.embedder.embed_query(query)
         t1 = time.perf_counter()
-        res = vector_search(self.db, self.collection, q, principal, n, ef_search=p.ef_search)
+        res = vector_search(
+            self.db,
+            self.collection,
+            q,
+            principal,
+            n,
+            ef_search=p.ef_search,
+            include_history=p.include_history,
+        )
         return res, (t1 - t) * 1000, (time.perf_counter() - t1) * 1000
 
     def search(
@@ -110,7 +125,9 @@ class HybridSearcher:
             stage = mode
         timings["fuse"] = (time.perf_counter() - t_fuse) * 1000
         t_h = time.perf_counter()
-        rows = hydrate(self.db, [cid for cid, _ in ranked], principal)
+        rows = hydrate(
+            self.db, [cid for cid, _ in ranked], principal, include_history=params.include_history
+        )
         leg_scores = {name: dict(res) for name, res in legs.items()}
         leg_ranks = {
             name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()

@@ -123,6 +123,7 @@ def write_document(
     chunks: Sequence[PreparedChunk],
     modified_at: datetime | None = None,
     language: str | None = None,
+    keep_versions: int = 0,
 ) -> DocumentRecord:
     """Store a new version of a document, replacing the current one atomically."""
     groups = sorted(set(groups))
@@ -140,7 +141,16 @@ def write_document(
         version = 1
         if old is not None:
             version = old[1] + 1
-            conn.execute("DELETE FROM documents WHERE id = %s", (old[0],))
+            if keep_versions > 0:
+                _retire(conn, old[0])
+            else:
+                conn.execute("DELETE FROM documents WHERE id = %s", (old[0],))
+            # keep at most `keep_versions` old versions (a version number is never reused)
+            conn.execute(
+                "DELETE FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s "
+                "AND NOT is_current AND version <= %s",
+                (collection.id, tenant, doc_key, version - 1 - keep_versions),
+            )
         r = conn.execute(
             "INSERT INTO documents (collection_id, doc_key, source_uri, title, media_type, content_hash, "
             "version, tenant, groups, metadata, language, modified_at, n_chunks) "
@@ -206,6 +216,29 @@ def write_document(
                         for term, tf in pc.terms.items():
                             cp.write_row((collection.id, tenant, term, cid, tf))
         return doc
+
+
+def _retire(conn: Any, document_id: int) -> None:
+    """Make a document version historical: invisible to default searches, kept for history."""
+    conn.execute("UPDATE documents SET is_current = false WHERE id = %s", (document_id,))
+    conn.execute("UPDATE chunks SET is_current = false WHERE document_id = %s", (document_id,))
+    conn.execute(
+        "UPDATE postings SET is_current = false WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = %s)",
+        (document_id,),
+    )
+
+
+def list_versions(
+    db: Database, collection: Collection, tenant: str, doc_key: str
+) -> list[DocumentRecord]:
+    """Every stored version of a document, newest first."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s "
+            "ORDER BY version DESC",
+            (collection.id, tenant, doc_key),
+        )
+        return [_doc(r) for r in rows]
 
 
 def update_groups(

@@ -31,11 +31,17 @@ def validate_principal(principal: Any) -> Principal:
     return principal
 
 
-def acl_sql(principal: Principal, alias: str = "c") -> tuple[str, dict[str, Any]]:
-    """SQL condition and parameters restricting ``alias`` (a chunks row) to ``principal``."""
+def acl_sql(
+    principal: Principal, alias: str = "c", *, include_history: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """SQL condition and parameters restricting ``alias`` (a chunks row) to ``principal``.
+
+    Only current versions qualify unless ``include_history`` (permissions apply either way).
+    """
     p = validate_principal(principal)
+    current = "" if include_history else f" AND {alias}.is_current"
     sql = (
-        f"{alias}.tenant = %(acl_tenant)s AND {alias}.is_current "
+        f"{alias}.tenant = %(acl_tenant)s{current} "
         f"AND ({alias}.groups = '{{}}'::text[] OR {alias}.groups && %(acl_groups)s::text[])"
     )
     return sql, {"acl_tenant": p.tenant, "acl_groups": list(p.groups)}

@@ -13,8 +13,8 @@ Vector: cosine distance on the collection's partial HNSW index with
 per-query ``hnsw.ef_search``; when the permitted rows are few, an exact scan instead.
 Both legs apply :func:`ragline.store.filters.acl_sql` inside their WHERE clause.
 
-Invariant: postings exist only for current chunks (a new version's write deletes the
-old version's chunks and postings in the same transaction), so ``df`` needs no join.
+``postings.is_current`` mirrors its chunk's flag (flipped in the transaction that writes
+a new version), so ``df`` needs no join with ``chunks``.
 """
 
 from __future__ import annotations
@@ -50,21 +50,28 @@ def bm25_search(
     principal: Principal,
     k: int,
     params: BM25Params = BM25Params(),
+    *,
+    include_history: bool = False,
 ) -> list[tuple[int, float]]:
-    """(chunk id, BM25 score) of the top ``k`` permitted chunks, best first."""
-    acl, acl_params = acl_sql(principal, "c")
+    """(chunk id, BM25 score) of the top ``k`` permitted chunks, best first.
+
+    With ``include_history`` old versions are searched too, and N/avgdl/df cover them.
+    """
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history)
+    cur_c = "" if include_history else " AND c.is_current"
+    cur_p = "" if include_history else " AND p.is_current"
     uniq = sorted(set(terms))
     if not uniq or k <= 0:
         return []
     sql = f"""
     WITH stats AS MATERIALIZED (
         SELECT count(*)::float8 AS n, coalesce(avg(c.n_terms), 0)::float8 AS avgdl
-        FROM chunks c WHERE c.collection_id = %(cid)s AND c.tenant = %(acl_tenant)s AND c.is_current
+        FROM chunks c WHERE c.collection_id = %(cid)s AND c.tenant = %(acl_tenant)s{cur_c}
     ),
     df AS MATERIALIZED (
         SELECT p.term, count(*)::float8 AS df
         FROM postings p
-        WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[])
+        WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[]){cur_p}
         GROUP BY p.term
     )
     SELECT p.chunk_id,
@@ -104,9 +111,10 @@ def vector_search(
     *,
     ef_search: int = 100,
     exact_below: int = EXACT_SCAN_BELOW,
+    include_history: bool = False,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the ``k`` nearest permitted chunks, best first."""
-    acl, acl_params = acl_sql(principal, "c")
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history)
     if k <= 0:
         return []
     dim = collection.dim
@@ -139,15 +147,17 @@ def vector_search(
 
 _HIT_SQL = """
 SELECT c.id, c.document_id, d.doc_key, d.title, d.source_uri, c.text, c.heading_path, c.page,
-       c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type
+       c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type, d.is_current, d.modified_at, d.language
 FROM chunks c JOIN documents d ON d.id = c.document_id
 WHERE c.id = ANY(%(ids)s) AND {acl}
 """
 
 
-def hydrate(db: Database, ids: Sequence[int], principal: Principal) -> dict[int, dict[str, Any]]:
+def hydrate(
+    db: Database, ids: Sequence[int], principal: Principal, *, include_history: bool = False
+) -> dict[int, dict[str, Any]]:
     """Chunk and document fields for ``ids`` — re-checked against the permission filter."""
-    acl, acl_params = acl_sql(principal, "c")
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history)
     if not ids:
         return {}
     with db.connection() as conn:
@@ -169,6 +179,9 @@ def hydrate(db: Database, ids: Sequence[int], principal: Principal) -> dict[int,
                 "version": r[10],
                 "ingested_at": r[11].isoformat(),
                 "media_type": r[12],
+                "is_current": r[13],
+                "modified_at": r[14].isoformat() if r[14] else None,
+                "language": r[15],
             },
         }
     return out
