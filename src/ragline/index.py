@@ -133,16 +133,30 @@ class Index:
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
         """Delete a document (by path or doc key) and everything derived from it."""
-        from .ingest.sources import doc_key_for
         from .store.documents import delete_document
 
-        keys = [str(doc)]
-        if not str(doc).startswith(("beir:",)):
-            keys.append(doc_key_for(Path(doc)))
         removed = 0
-        for key in dict.fromkeys(keys):
+        for key in self._keys_for(doc):
             removed += delete_document(self.db, self.collection, tenant, key)
         return removed
+
+    def purge(self, doc: str | Path, *, tenant: str = "default") -> dict[str, int]:
+        """Erase a document, its vectors in the embedding cache and the dead rows (VACUUM)."""
+        from .store.documents import purge_document
+
+        total = {"versions": 0, "cache_entries": 0}
+        for key in self._keys_for(doc):
+            for k, v in purge_document(self.db, self.collection, tenant, key).items():
+                total[k] += v
+        return total
+
+    def _keys_for(self, doc: str | Path) -> list[str]:
+        from .ingest.sources import doc_key_for
+
+        keys = [str(doc)]
+        if not str(doc).startswith("beir:"):
+            keys.append(doc_key_for(Path(doc)))
+        return list(dict.fromkeys(keys))
 
     def documents(self, *, tenant: str | None = "default") -> list[Any]:
         from .store.documents import list_documents
@@ -177,6 +191,7 @@ class Index:
             rrf_k=self.settings.rrf_k,
             ef_search=self.settings.ef_search,
             include_history=include_history,
+            dedup_threshold=self.settings.dedup_threshold,
         )
         return self.searcher.search(
             query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params

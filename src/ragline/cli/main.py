@@ -340,6 +340,32 @@ def delete(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None
 
 
 @cli.command()
+@click.argument("docs", nargs=-1, required=True)
+@_tenant
+@_json
+@click.pass_obj
+def purge(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
+    """Erase documents for good: all versions, cached vectors, and dead rows (VACUUM)."""
+    index = obj.index()
+    result = {d: index.purge(d, tenant=tenant) for d in docs}
+    missing = [d for d, r in result.items() if r["versions"] == 0]
+    if as_json:
+        _echo_json(
+            {"purged": {d: r for d, r in result.items() if r["versions"]}, "not_found": missing}
+        )
+    else:
+        for d, r in result.items():
+            if r["versions"]:
+                click.echo(
+                    f"purged {d}: {r['versions']} version(s), {r['cache_entries']} cached vector(s)"
+                )
+            else:
+                click.echo(f"not found: {d}")
+    if missing:
+        sys.exit(EXIT_FAILURES)
+
+
+@cli.command()
 @_json
 @click.pass_obj
 def status(obj: _Ctx, as_json: bool) -> None:

@@ -37,6 +37,9 @@ class Settings(BaseModel):
     rrf_depth: int = Field(default=50, ge=1)
     top_k: int = Field(default=10, ge=1)
     ef_search: int = Field(default=100, ge=1)
+    dedup_threshold: float | None = Field(
+        default=0.85, gt=0.0, le=1.0, description="near-duplicate collapse; null: off"
+    )
     answer_passages: int = Field(default=5, ge=1)
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
     keep_versions: int = Field(

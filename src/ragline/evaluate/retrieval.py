@@ -68,7 +68,10 @@ def evaluate_beir(
         qids = qids[:limit]
     n_chunks = max(1000, k)
     params = SearchParams(
-        depth=depth, rrf_k=index.settings.rrf_k, ef_search=max(index.settings.ef_search, 200)
+        depth=depth,
+        rrf_k=index.settings.rrf_k,
+        ef_search=max(index.settings.ef_search, 200),
+        dedup_threshold=None,  # retrieval metrics judge the legs, not result presentation
     )
     run: dict[str, list[str]] = {}
     latencies: list[float] = []

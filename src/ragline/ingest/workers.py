@@ -3,9 +3,10 @@
 A hostile or broken file (decompression bomb, pathological nesting, a parser bug that
 loops or segfaults) costs at most its own limits and ends in a typed error for that
 file only: the worker is killed and replaced, and the batch goes on. Workers start from
-a clean ``forkserver`` process (not a fork of the multi-threaded parent), read the file
+a clean interpreter (not a fork of the multi-threaded parent), read the file
 themselves and send back the parsed document, so the parent never holds raw bytes of
-files it does not need.
+files it does not need. Workers are fresh interpreters (``python -m
+ragline.ingest.workers``), so user scripts need no ``if __name__ == "__main__"`` guard.
 
 Defaults (override with ``RAGLINE_PARSE_TIMEOUT_S`` / ``RAGLINE_PARSE_MEMORY_MB`` /
 ``RAGLINE_PARSE_WORKERS``): 120 s and 2,048 MB of address space per file, one worker
@@ -16,8 +17,10 @@ files are parsed ahead, so parsing overlaps with embedding in the parent.
 from __future__ import annotations
 
 import importlib
-import multiprocessing as mp
 import os
+import socket
+import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -126,23 +129,32 @@ class ParsePool(Generic[T]):
         self.timeout_s = timeout_s or float(env.get("RAGLINE_PARSE_TIMEOUT_S", DEFAULT_TIMEOUT_S))
         self.memory_mb = memory_mb or int(env.get("RAGLINE_PARSE_MEMORY_MB", DEFAULT_MEMORY_MB))
         self.parse_fn = parse_fn
-        self._ctx = mp.get_context("forkserver")
         self._pool: list[_Worker] = []
         self.restarts = 0
 
     def _spawn(self) -> _Worker:
-        parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(
-            target=_worker_main, args=(child, self.memory_mb, self.parse_fn), daemon=True
+        parent, child = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ragline.ingest.workers",
+                str(child.fileno()),
+                str(self.memory_mb),
+                self.parse_fn,
+            ],
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            env=env,
         )
-        proc.start()
         child.close()
-        return _Worker(proc, parent)
+        return _Worker(proc, Connection(parent.detach()))
 
     def _replace(self, w: _Worker) -> _Worker:
         try:
             w.proc.kill()
-            w.proc.join(5)
+            w.proc.wait(5)
         except Exception:
             pass
         w.conn.close()
@@ -158,9 +170,11 @@ class ParsePool(Generic[T]):
             except Exception:
                 pass
         for w in self._pool:
-            w.proc.join(2)
-            if w.proc.is_alive():
+            try:
+                w.proc.wait(2)
+            except subprocess.TimeoutExpired:
                 w.proc.kill()
+                w.proc.wait(2)
             w.conn.close()
         self._pool = []
 
@@ -240,7 +254,7 @@ class ParsePool(Generic[T]):
                     try:
                         msg = w.conn.recv()
                     except (EOFError, OSError):
-                        code = w.proc.exitcode
+                        code = w.proc.poll()
                         results[tid] = E.ParseResourceError(
                             str(keys[tid][1]),
                             f"the parser process died while reading this file (exit code {code}); "
@@ -258,3 +272,7 @@ class ParsePool(Generic[T]):
                         "(raise RAGLINE_PARSE_TIMEOUT_S if the file is legitimate)",
                     )
                     self._replace(w)
+
+
+if __name__ == "__main__":  # a worker: python -m ragline.ingest.workers FD MEMORY_MB PARSE_FN
+    _worker_main(Connection(int(sys.argv[1])), int(sys.argv[2]), sys.argv[3])

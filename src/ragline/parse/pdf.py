@@ -250,7 +250,7 @@ def _clean_chars(chars: list[dict]) -> list[dict]:
         if key not in seen:
             seen.add(key)
             unique.append(c)
-    chars = unique
+    chars = _attach_marks(unique)
     rows: dict[int, list[tuple[float, float]]] = {}
     for c in chars:
         if not c["text"].isspace():
@@ -275,6 +275,25 @@ def _clean_chars(chars: list[dict]) -> list[dict]:
     return out
 
 
+def _attach_marks(chars: list[dict]) -> list[dict]:
+    """Zero-width combining marks (Arabic vowel signs) join the letter they sit on, so
+    they neither split words nor drift in right-to-left reordering."""
+    if not any(unicodedata.combining(c["text"][:1]) for c in chars):
+        return chars
+    out: list[dict] = []
+    for i, c in enumerate(chars):
+        if not unicodedata.combining(c["text"][:1]) or not out:
+            out.append(c)
+            continue
+        x = c["x0"]
+        base = chars[i + 1] if i + 1 < len(chars) else None
+        if base is None or not (base["x0"] - 0.5 <= x <= base["x1"] + 0.5) or base["text"].isspace():
+            out[-1] = {**out[-1], "text": out[-1]["text"] + c["text"]}
+        else:
+            chars[i + 1] = {**base, "text": base["text"] + c["text"]}
+    return out
+
+
 def _inside(obj: Any, bbox: tuple[float, float, float, float], margin: float = 1.0) -> bool:
     x = (obj["x0"] + obj["x1"]) / 2 if isinstance(obj, dict) else (obj.x0 + obj.x1) / 2
     y = (obj["top"] + obj["bottom"]) / 2 if isinstance(obj, dict) else (obj.top + obj.bottom) / 2
@@ -288,8 +307,8 @@ def _words(chars: list[dict]) -> list[_Word]:
     out: list[_Word] = []
     for word, wchars in extractor.iter_extract_tuples(chars):
         text = _fold(word["text"])
-        if not text.strip() and "(cid:" not in word["text"]:
-            continue
+        if not text.strip() and not ("(cid:" in word["text"] and len(wchars) == 1):
+            continue  # unmappable glyphs, except a lone one: a bullet in a symbol font
         sizes = Counter(round(c["size"], 1) for c in wchars)
         flags = [_font_flags(c.get("fontname", "")) for c in wchars]
         n = len(flags)
@@ -546,6 +565,8 @@ def _logical_order(words: list[_Word]) -> str:
                 j += 1
             out.extend(reversed(units[i : end + 1]))
             i = end + 1
+            if i < len(units) and _is_rtl(units[i]):
+                out.append(" ")  # a Latin word never joins the Arabic word after it
         else:
             out.append(units[i])
             i += 1
@@ -558,8 +579,7 @@ def _xy_cut(
     """Items (words and boxes) split into reading-order leaves by recursive XY-cut."""
     if len(items) < 2 or depth > _MAX_DEPTH:
         return [items]
-    columns = _split(items, "x", gutter)
-    columns = _merge_narrow(columns, min_col)
+    columns = _merge_narrow(_split(items, "x", gutter), min_col, gutter)
     if len(columns) > 1:
         return [leaf for col in columns for leaf in _xy_cut(col, gutter, gap, min_col, depth + 1)]
     bands = _split(items, "y", gap, widest_only=True)
@@ -596,24 +616,35 @@ def _split(
     return groups
 
 
-def _merge_narrow(columns: list[list[Any]], min_col: float) -> list[list[Any]]:
-    """Columns narrower than ``min_col`` (bullets, list numbers) join their nearer neighbour."""
+def _merge_narrow(columns: list[list[Any]], min_col: float, gutter: float) -> list[list[Any]]:
+    """Columns narrower than ``min_col`` (bullets, list numbers) join their nearer
+    neighbour, and so do columns of under three lines beside a narrow gap (likely a
+    river of spaces in justified text, not a gutter)."""
     cols = [list(c) for c in columns]
+
+    def width(c: list[Any]) -> float:
+        return max(it.x1 for it in c) - min(it.x0 for it in c)
+
+    def gap(k: int) -> float:  # between cols[k] and cols[k + 1]
+        return min(it.x0 for it in cols[k + 1]) - max(it.x1 for it in cols[k])
+
+    def short(c: list[Any]) -> bool:
+        return len({round(it.top / 2) for it in c}) < 3
+
     while len(cols) > 1:
-        widths = [max(it.x1 for it in c) - min(it.x0 for it in c) for c in cols]
-        i = min(range(len(cols)), key=lambda k: widths[k])
-        if widths[i] >= min_col:
-            break
-        if i == 0:
-            j = 1
-        elif i == len(cols) - 1:
-            j = i - 1
+        i = min(range(len(cols)), key=lambda k: width(cols[k]))
+        if width(cols[i]) < min_col:
+            if i == 0 or (i < len(cols) - 1 and gap(i) < gap(i - 1)):
+                k = i
+            else:
+                k = i - 1
         else:
-            left_gap = min(it.x0 for it in cols[i]) - max(it.x1 for it in cols[i - 1])
-            right_gap = min(it.x0 for it in cols[i + 1]) - max(it.x1 for it in cols[i])
-            j = i - 1 if left_gap <= right_gap else i + 1
-        cols[min(i, j)].extend(cols[max(i, j)])
-        del cols[max(i, j)]
+            weak = [k for k in range(len(cols) - 1) if gap(k) < 2.5 * gutter and (short(cols[k]) or short(cols[k + 1]))]
+            if not weak:
+                break
+            k = weak[0]
+        cols[k].extend(cols[k + 1])
+        del cols[k + 1]
     return cols
 
 
@@ -776,7 +807,8 @@ class _Grouper:
             or text[-1:] in ".,;:"
             or not (text[:1].isupper() or text[:1].isdigit())
             or _CAPTION_RE.match(text)
-            or lines[i].size < 0.95 * self.body
+            or lines[i].size < 0.9 * self.body
+            or not any(ch.isalpha() for ch in text)
             or _marker(lines[i])
         ):
             return 0
@@ -818,7 +850,7 @@ class _Grouper:
             self.add("heading", text, size, level=-1 if em else 0)
 
     def add(self, kind: str, text: str, size: float, level: int = 0) -> None:
-        if text.strip():
+        if kind in ("table", "code") or any(ch.isalnum() for ch in text):
             self.out.append(_Raw(kind, text, self.page, size, level))
 
 
@@ -900,7 +932,7 @@ class _Builder:
         items: list[Any] = [*page.words, *page.boxes]
         if not items:
             return []
-        for leaf in _xy_cut(items, gutter=1.2 * body, gap=0.6 * body, min_col=6 * body):
+        for leaf in _xy_cut(items, gutter=0.8 * body, gap=0.6 * body, min_col=6 * body):
             words = [it for it in leaf if isinstance(it, _Word)]
             boxes = sorted((it for it in leaf if isinstance(it, _Box)), key=lambda b: b.top)
             lines = _make_lines(words)

@@ -17,6 +17,7 @@ from ..core.errors import ConfigError
 from ..core.types import Hit, Principal
 from ..store.filters import validate_principal
 from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_search
+from .dedup import collapse_duplicates
 from .fusion import RRF_DEPTH, RRF_K, reciprocal_rank_fusion
 
 Mode = Literal["bm25", "vector", "hybrid"]
@@ -39,6 +40,8 @@ class SearchParams:
     ef_search: int = 100
     bm25: BM25Params = BM25Params()
     include_history: bool = False
+    dedup_threshold: float | None = 0.85
+    """Collapse (near-)duplicate hits at this estimated Jaccard similarity; None: keep all."""
 
 
 class HybridSearcher:
@@ -103,7 +106,9 @@ class HybridSearcher:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         legs: dict[str, list[tuple[int, float]]] = {}
-        n = max(k, params.depth) if mode == "hybrid" else k
+        # with duplicate collapsing, look a little deeper so k distinct hits remain
+        want = k if params.dedup_threshold is None else max(2 * k, k + 10)
+        n = max(want, params.depth) if mode == "hybrid" else want
         if mode in ("bm25", "hybrid"):
             fut = self._pool.submit(self._bm25, query, principal, n, params)
         if mode in ("vector", "hybrid"):
@@ -118,10 +123,10 @@ class HybridSearcher:
                 {name: [cid for cid, _ in res] for name, res in legs.items()},
                 k=params.rrf_k,
                 depth=params.depth,
-            )[:k]
+            )[:want]
             stage = "rrf"
         else:
-            ranked = legs[mode][:k]
+            ranked = legs[mode][:want]
             stage = mode
         timings["fuse"] = (time.perf_counter() - t_fuse) * 1000
         t_h = time.perf_counter()
@@ -133,6 +138,9 @@ class HybridSearcher:
             name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()
         }
         hits = to_hits(ranked, rows, stage=stage, leg_scores=leg_scores, leg_ranks=leg_ranks)
+        if params.dedup_threshold is not None:
+            hits = collapse_duplicates(hits, threshold=params.dedup_threshold)
+        hits = hits[:k]
         timings["hydrate"] = (time.perf_counter() - t_h) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return SearchResult(

@@ -336,3 +336,41 @@ def rename_document(
             (new_key, source_uri, modified_at, collection.id, tenant, old_key),
         ).fetchone()
         return r is not None
+
+
+def purge_document(
+    db: Database, collection: Collection, tenant: str, doc_key: str
+) -> dict[str, int]:
+    """Erase a document completely ("right to be forgotten").
+
+    Deletes every version with its chunks, postings and vectors, removes the vectors of
+    its chunk texts from the embedding cache, then VACUUMs the affected tables so the
+    deleted rows are physically reclaimed rather than left as dead tuples.
+    """
+    with db.connection() as conn:
+        _lock_key(conn, collection, tenant, doc_key)
+        hashes = [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT c.text_hash FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.collection_id = %s AND d.tenant = %s AND d.doc_key = %s",
+                (collection.id, tenant, doc_key),
+            )
+        ]
+        docs = conn.execute(
+            "DELETE FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s",
+            (collection.id, tenant, doc_key),
+        ).rowcount
+        cache = conn.execute(
+            "DELETE FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
+            (collection.embedder, hashes),
+        ).rowcount
+    if docs:
+        with db.connection() as conn:
+            conn.autocommit = True
+            try:
+                for table in ("postings", "chunks", "documents", "embedding_cache"):
+                    conn.execute(f"VACUUM {table}")
+            finally:
+                conn.autocommit = False
+    return {"versions": docs, "cache_entries": cache}
