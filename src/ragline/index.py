@@ -6,11 +6,12 @@ used alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .core.errors import ConfigError
+from .core.filters import Filters
 from .core.settings import Settings
 from .core.types import Answer, Hit, Principal
 
@@ -60,8 +61,12 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         on_progress: Callable[[str, int], None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`."""
+        """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
+
+        ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
+        used in search filters."""
         from .core.errors import ParseError
         from .ingest.sources import Skipped, file_source, iter_files
 
@@ -81,7 +86,9 @@ class Index:
                 except ParseError as exc:
                     yield (str(path), exc)
 
-        return self.ingest_sources(sources(), tenant=tenant, groups=groups, on_progress=on_progress)
+        return self.ingest_sources(
+            sources(), tenant=tenant, groups=groups, on_progress=on_progress, metadata=metadata
+        )
 
     def sync(
         self,
@@ -90,6 +97,7 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         on_progress: Callable[[str, int], None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Any:
         """Make the index equal ``folder`` (add, re-index changed, delete removed, move renamed)."""
         from .ingest.sync import sync_folder
@@ -97,7 +105,10 @@ class Index:
 
         owner = validate_principal(_principal(tenant, groups))
         return sync_folder(
-            self._ingestor(on_progress), Path(folder), owner=owner, on_progress=on_progress
+            self._ingestor(on_progress, metadata=metadata),
+            Path(folder),
+            owner=owner,
+            on_progress=on_progress,
         )
 
     def ingest_sources(
@@ -108,14 +119,21 @@ class Index:
         groups: Iterable[str] | str | None = None,
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Any:
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
-        return self._ingestor(on_progress, embed=embed).ingest(sources, owner=owner)
+        return self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
+            sources, owner=owner
+        )
 
     def _ingestor(
-        self, on_progress: Callable[[str, int], None] | None, *, embed: bool = True
+        self,
+        on_progress: Callable[[str, int], None] | None,
+        *,
+        embed: bool = True,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Any:
         from .ingest.pipeline import Ingestor
 
@@ -127,6 +145,7 @@ class Index:
             analyzer=self.analyzer,
             on_progress=on_progress,
             embed=embed,
+            metadata=metadata,
             parse_options=self.settings.parse_options(),
             keep_versions=self.settings.keep_versions,
         )
@@ -181,6 +200,7 @@ class Index:
         k: int | None = None,
         mode: str = "hybrid",
         include_history: bool = False,
+        filters: Mapping[str, Any] | Filters | None = None,
     ) -> Any:
         from .retrieve.search import SearchParams
 
@@ -192,6 +212,9 @@ class Index:
             ef_search=self.settings.ef_search,
             include_history=include_history,
             dedup_threshold=self.settings.dedup_threshold,
+            filters=filters
+            if isinstance(filters, Filters) or filters is None
+            else Filters.parse(filters),
         )
         return self.searcher.search(
             query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params
@@ -206,12 +229,19 @@ class Index:
         k: int | None = None,
         mode: str = "hybrid",
         include_history: bool = False,
+        filters: Mapping[str, Any] | Filters | None = None,
     ) -> list[Hit]:
         """The top ``k`` chunks the caller may read, best first (current versions unless
         ``include_history``)."""
         return list(
             self.search_result(
-                query, tenant=tenant, groups=groups, k=k, mode=mode, include_history=include_history
+                query,
+                tenant=tenant,
+                groups=groups,
+                k=k,
+                mode=mode,
+                include_history=include_history,
+                filters=filters,
             ).hits
         )
 
@@ -223,12 +253,18 @@ class Index:
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
         mode: str = "hybrid",
+        filters: Mapping[str, Any] | Filters | None = None,
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
         from .generate import ExtractiveAnswerer
 
         hits = self.search(
-            question, tenant=tenant, groups=groups, k=k or self.settings.answer_passages, mode=mode
+            question,
+            tenant=tenant,
+            groups=groups,
+            k=k or self.settings.answer_passages,
+            mode=mode,
+            filters=filters,
         )
         kwargs = (
             {}

@@ -111,6 +111,14 @@ _groups = click.option(
     "--groups", default="", help="Comma-separated groups (who may read / who is asking)."
 )
 _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+_filter = click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata filter, repeatable: language=hu, type=pdf, source=/docs/hr/, modified_after=2024-01-01, "
+    "or any metadata key (product=X-570). Applied inside both search legs.",
+)
 
 
 def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[str, int], None]]:
@@ -153,6 +161,25 @@ def _print_report(report: Any, as_json: bool) -> None:
         click.secho(f"  failed: {f.source}: {f.reason}", fg="red", err=True)
 
 
+_meta = click.option(
+    "--meta",
+    "meta",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata stored on each document (repeatable).",
+)
+
+
+def _meta_dict(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair or not pair.split("=", 1)[0].strip():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--meta")
+        k, v = pair.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
 _progress = click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
@@ -162,6 +189,7 @@ _progress = click.option(
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_tenant
 @_groups
+@_meta
 @_json
 @_progress
 @click.pass_obj
@@ -170,17 +198,22 @@ def ingest(
     paths: tuple[Path, ...],
     tenant: str,
     groups: str,
+    meta: tuple[str, ...],
     as_json: bool,
     progress: bool | None,
 ) -> None:
-    """Ingest files and folders (Markdown, text, HTML). Unchanged files are skipped."""
+    """Ingest files and folders (Markdown, text, HTML, PDF, DOCX, images). Unchanged files are skipped."""
     from ..ingest.sources import iter_files
 
     files = list(iter_files(paths))
     index = obj.index()
     bar, on_progress = _progress_bar(len(files), progress)
     report = index.ingest(
-        [p for p, _ in files], tenant=tenant, groups=groups, on_progress=on_progress
+        [p for p, _ in files],
+        tenant=tenant,
+        groups=groups,
+        on_progress=on_progress,
+        metadata=_meta_dict(meta),
     )
     if bar is not None:
         bar.close()
@@ -193,16 +226,25 @@ def ingest(
 @click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
 @_tenant
 @_groups
+@_meta
 @_json
 @_progress
 @click.pass_obj
 def sync(
-    obj: _Ctx, folder: Path, tenant: str, groups: str, as_json: bool, progress: bool | None
+    obj: _Ctx,
+    folder: Path,
+    tenant: str,
+    groups: str,
+    meta: tuple[str, ...],
+    as_json: bool,
+    progress: bool | None,
 ) -> None:
     """Make the index equal FOLDER: add new, re-index changed, delete removed, move renamed files."""
     index = obj.index()
     bar, on_progress = _progress_bar(None, progress)
-    report = index.sync(folder, tenant=tenant, groups=groups, on_progress=on_progress)
+    report = index.sync(
+        folder, tenant=tenant, groups=groups, on_progress=on_progress, metadata=_meta_dict(meta)
+    )
     if bar is not None:
         bar.close()
     _print_report(report, as_json)
@@ -239,6 +281,7 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 @click.option(
     "--include-history", is_flag=True, help="Also search old versions (see keep_versions)."
 )
+@_filter
 @_json
 @click.pass_obj
 def search(
@@ -249,11 +292,20 @@ def search(
     k: int,
     mode: str,
     include_history: bool,
+    filters: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Search the chunks the caller may read (BM25 + vector, fused with RRF)."""
+    from ..core.filters import Filters
+
     res = obj.index().search_result(
-        query, tenant=tenant, groups=groups, k=k, mode=mode, include_history=include_history
+        query,
+        tenant=tenant,
+        groups=groups,
+        k=k,
+        mode=mode,
+        include_history=include_history,
+        filters=Filters.from_pairs(filters),
     )
     if as_json:
         _echo_json(
@@ -303,11 +355,24 @@ def _answer_dict(a: Any) -> dict[str, Any]:
 @_tenant
 @_groups
 @click.option("--k", "-k", default=None, type=int, help="Passages to read (default 5).")
+@_filter
 @_json
 @click.pass_obj
-def ask(obj: _Ctx, question: str, tenant: str, groups: str, k: int | None, as_json: bool) -> None:
+def ask(
+    obj: _Ctx,
+    question: str,
+    tenant: str,
+    groups: str,
+    k: int | None,
+    filters: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Answer a question from the documents, citing each sentence's source as [n]."""
-    a = obj.index().ask(question, tenant=tenant, groups=groups, k=k)
+    from ..core.filters import Filters
+
+    a = obj.index().ask(
+        question, tenant=tenant, groups=groups, k=k, filters=Filters.from_pairs(filters)
+    )
     if as_json:
         _echo_json(_answer_dict(a))
         return

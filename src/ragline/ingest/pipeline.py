@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..store.documents import (
     cached_embeddings,
     chunks_without_embeddings,
     list_documents,
+    merge_metadata,
     set_embeddings,
     store_embeddings,
     update_groups,
@@ -111,8 +112,10 @@ class Ingestor:
         embed: bool = True,
         parse_options: dict[str, Any] | None = None,
         keep_versions: int = 0,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.keep_versions = keep_versions
+        self.extra_metadata = dict(metadata or {})
         self.embed = embed
         self.parse_options = dict(parse_options or {})
         self.db = db
@@ -152,8 +155,19 @@ class Ingestor:
                     continue
                 old = existing.get(src.doc_key)
                 if old is not None and old.content_hash == src.content_hash:
-                    if tuple(old.groups) != groups:
+                    stale_meta = any(
+                        old.metadata.get(k) != v for k, v in self.extra_metadata.items()
+                    )
+                    if tuple(old.groups) != groups or stale_meta:
                         update_groups(self.db, self.collection, owner.tenant, src.doc_key, groups)
+                        if stale_meta:
+                            merge_metadata(
+                                self.db,
+                                self.collection,
+                                owner.tenant,
+                                src.doc_key,
+                                self.extra_metadata,
+                            )
                         report.updated.append(src.doc_key)
                     else:
                         report.unchanged.append(src.doc_key)
@@ -226,7 +240,7 @@ class Ingestor:
                 )
                 for c in p.chunks
             ]
-            meta = {**p.parsed.metadata, **p.source.metadata}
+            meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
             language = _language(p.parsed, meta)
             meta.setdefault("language", language)
             try:

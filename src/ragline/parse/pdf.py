@@ -287,7 +287,11 @@ def _attach_marks(chars: list[dict]) -> list[dict]:
             continue
         x = c["x0"]
         base = chars[i + 1] if i + 1 < len(chars) else None
-        if base is None or not (base["x0"] - 0.5 <= x <= base["x1"] + 0.5) or base["text"].isspace():
+        if (
+            base is None
+            or not (base["x0"] - 0.5 <= x <= base["x1"] + 0.5)
+            or base["text"].isspace()
+        ):
             out[-1] = {**out[-1], "text": out[-1]["text"] + c["text"]}
         else:
             chars[i + 1] = {**base, "text": base["text"] + c["text"]}
@@ -639,7 +643,11 @@ def _merge_narrow(columns: list[list[Any]], min_col: float, gutter: float) -> li
             else:
                 k = i - 1
         else:
-            weak = [k for k in range(len(cols) - 1) if gap(k) < 2.5 * gutter and (short(cols[k]) or short(cols[k + 1]))]
+            weak = [
+                k
+                for k in range(len(cols) - 1)
+                if gap(k) < 2.5 * gutter and (short(cols[k]) or short(cols[k + 1]))
+            ]
             if not weak:
                 break
             k = weak[0]
@@ -766,7 +774,12 @@ class _Grouper:
                 self.code(lines[i:j], left)
             elif self.big(line):
                 j = i + 1
-                while j < n and j - i < 4 and abs(lines[j].size - line.size) < 0.6 and not lines[j].mono:
+                while (
+                    j < n
+                    and j - i < 4
+                    and abs(lines[j].size - line.size) < 0.6
+                    and not lines[j].mono
+                ):
                     j += 1
                 self.heading(lines[i:j], line.size, em=False)
             elif self.emphasized(line) and self._em_heading_end(lines, i):
@@ -987,7 +1000,11 @@ class _Builder:
 
     def _title(self, raws: list[_Raw], body: float) -> tuple[str, str]:
         title = normalize_space(str(self.metadata.get("title", "")))
-        if len(title) >= 3 and any(ch.isalpha() for ch in title) and not _MEANINGLESS_TITLE_RE.match(title):
+        if (
+            len(title) >= 3
+            and any(ch.isalpha() for ch in title)
+            and not _MEANINGLESS_TITLE_RE.match(title)
+        ):
             if normalize_space(title).lower() != self.path.stem.lower():
                 return title, "metadata"
         first = [r for r in raws if r.page == min(r.page for r in raws) and r.kind != "table"]
@@ -1021,25 +1038,37 @@ def _merge_items(raws: list[_Raw]) -> list[_Raw]:
 
 
 def _levels(raws: list[_Raw], outline: dict[str, int]) -> list[_Raw]:
-    """Heading levels: bookmarks, else ``1.2.3`` numbering, else font size rank."""
-    sizes = sorted({round(r.size * 2) / 2 for r in raws if r.kind == "heading" and r.level == 0}, reverse=True)
-    out = []
-    for raw in raws:
-        if raw.kind != "heading":
-            out.append(raw)
-            continue
-        key = raw.text.lower()
-        numbered = _NUMBERING_RE.match(raw.text)
-        if key in outline:
-            level = outline[key]
-        elif numbered:
-            level = numbered.group(1).count(".") + 1
-        elif raw.level == 0:
-            level = sizes.index(round(raw.size * 2) / 2) + 1
-        else:
-            level = len(sizes) + 1
-        out.append(replace(raw, level=min(level, 6)))
-    return out
+    """Heading levels: from the bookmarks when a heading matches one; else the rank of its
+    font size (sizes within 0.75 pt are one rank; bold or italic body-size headings rank
+    last), one deeper per extra ``1.2.3`` numbering level within a rank."""
+    heads = [r for r in raws if r.kind == "heading"]
+    ranks: dict[float, int] = {}
+    for size in sorted({round(r.size, 1) for r in heads if r.level == 0}, reverse=True):
+        previous = min(ranks, default=None)
+        ranks[size] = len(set(ranks.values())) + (previous is None or previous - size > 0.75)
+    emphasized = len(set(ranks.values())) + 1
+
+    def rank(raw: _Raw) -> int:
+        return ranks[round(raw.size, 1)] if raw.level == 0 else emphasized
+
+    def depth(raw: _Raw) -> int | None:
+        m = _NUMBERING_RE.match(raw.text)
+        return m.group(1).count(".") + 1 if m else None
+
+    shallowest: dict[int, int] = {}
+    for raw in heads:
+        d = depth(raw)
+        if d is not None:
+            shallowest[rank(raw)] = min(d, shallowest.get(rank(raw), d))
+    levels: dict[int, int] = {}
+    for raw in heads:
+        d = depth(raw)
+        level = rank(raw) * 10 + (d - shallowest[rank(raw)] if d is not None else 0)
+        levels[id(raw)] = outline.get(raw.text.lower(), 0) * 100 or level
+    order = {value: i + 1 for i, value in enumerate(sorted(set(levels.values())))}
+    return [
+        replace(r, level=min(order[levels[id(r)]], 6)) if r.kind == "heading" else r for r in raws
+    ]
 
 
 def _emit(collector: BlockCollector, raws: list[_Raw]) -> None:

@@ -18,6 +18,7 @@ from .docx import DocxParser
 from .html import HtmlParser
 from .markdown import MarkdownParser
 from .ocr import ImageParser
+from .pdf import PdfParser
 from .text import TextParser
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -44,7 +45,7 @@ FORMATS: tuple[Format, ...] = (
     Format("text/plain", "plain text", (".txt", ".text"), TextParser),
     Format("text/html", "HTML", (".html", ".htm"), HtmlParser),
     # Recognised but not parsed yet: set ``parser`` when the parser lands.
-    Format("application/pdf", "PDF document", (".pdf",), None, "PDF parsing"),
+    Format("application/pdf", "PDF document", (".pdf",), PdfParser),
     Format(DOCX, "DOCX document", (".docx",), DocxParser),
     Format("image/png", "PNG image", (".png",), ImageParser),
     Format("image/jpeg", "JPEG image", (".jpg", ".jpeg"), ImageParser),

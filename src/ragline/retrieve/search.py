@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core.errors import ConfigError
+from ..core.filters import Filters
 from ..core.types import Hit, Principal
 from ..store.filters import validate_principal
 from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_search
@@ -41,6 +42,7 @@ class SearchParams:
     bm25: BM25Params = BM25Params()
     include_history: bool = False
     dedup_threshold: float | None = 0.85
+    filters: Filters | None = None
     """Collapse (near-)duplicate hits at this estimated Jaccard similarity; None: keep all."""
 
 
@@ -69,6 +71,7 @@ class HybridSearcher:
             n,
             p.bm25,
             include_history=p.include_history,
+            filters=p.filters,
         )
         return res, (time.perf_counter() - t) * 1000
 
@@ -86,6 +89,7 @@ class HybridSearcher:
             n,
             ef_search=p.ef_search,
             include_history=p.include_history,
+            filters=p.filters,
         )
         return res, (t1 - t) * 1000, (time.perf_counter() - t1) * 1000
 

@@ -374,3 +374,17 @@ def purge_document(
             finally:
                 conn.autocommit = False
     return {"versions": docs, "cache_entries": cache}
+
+
+def merge_metadata(
+    db: Database, collection: Collection, tenant: str, doc_key: str, extra: Mapping[str, Any]
+) -> bool:
+    """Merge user metadata into the current version of a document (no re-embedding)."""
+    with db.connection() as conn:
+        _lock_key(conn, collection, tenant, doc_key)
+        r = conn.execute(
+            "UPDATE documents SET metadata = metadata || %s::jsonb WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = %s AND is_current RETURNING id",
+            (json.dumps(dict(extra), default=str), collection.id, tenant, doc_key),
+        ).fetchone()
+        return r is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import AccessError
+from ..core.filters import Filters
 from ..core.types import Principal
 
 
@@ -32,11 +33,16 @@ def validate_principal(principal: Any) -> Principal:
 
 
 def acl_sql(
-    principal: Principal, alias: str = "c", *, include_history: bool = False
+    principal: Principal,
+    alias: str = "c",
+    *,
+    include_history: bool = False,
+    filters: Filters | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """SQL condition and parameters restricting ``alias`` (a chunks row) to ``principal``.
 
     Only current versions qualify unless ``include_history`` (permissions apply either way).
+    Metadata ``filters`` are ANDed in as a condition on the chunk's document.
     """
     p = validate_principal(principal)
     current = "" if include_history else f" AND {alias}.is_current"
@@ -44,4 +50,11 @@ def acl_sql(
         f"{alias}.tenant = %(acl_tenant)s{current} "
         f"AND ({alias}.groups = '{{}}'::text[] OR {alias}.groups && %(acl_groups)s::text[])"
     )
-    return sql, {"acl_tenant": p.tenant, "acl_groups": list(p.groups)}
+    params: dict[str, Any] = {"acl_tenant": p.tenant, "acl_groups": list(p.groups)}
+    if filters is not None:
+        cond, fparams = filters.sql("fd")
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM documents fd WHERE fd.id = {alias}.document_id AND {cond})"
+        )
+        params.update(fparams)
+    return sql, params

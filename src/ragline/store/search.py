@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.filters import Filters
 from ..core.types import Hit, Principal
 from .collections import Collection
 from .db import Database
@@ -52,12 +53,13 @@ def bm25_search(
     params: BM25Params = BM25Params(),
     *,
     include_history: bool = False,
+    filters: Filters | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 score) of the top ``k`` permitted chunks, best first.
 
     With ``include_history`` old versions are searched too, and N/avgdl/df cover them.
     """
-    acl, acl_params = acl_sql(principal, "c", include_history=include_history)
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
     cur_c = "" if include_history else " AND c.is_current"
     cur_p = "" if include_history else " AND p.is_current"
     uniq = sorted(set(terms))
@@ -112,9 +114,10 @@ def vector_search(
     ef_search: int = 100,
     exact_below: int = EXACT_SCAN_BELOW,
     include_history: bool = False,
+    filters: Filters | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the ``k`` nearest permitted chunks, best first."""
-    acl, acl_params = acl_sql(principal, "c", include_history=include_history)
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
     if k <= 0:
         return []
     dim = collection.dim
