@@ -19,6 +19,7 @@ from ragline.parse import (
     supported_extensions,
 )
 from ragline.parse.decode import clean_text, decode_bytes
+from ragline.parse.pdf import PdfParser
 
 TEXT = "Grüße, café — 日本語 ✓\nline two"
 
@@ -129,6 +130,6 @@ def test_parsers_implement_the_protocol() -> None:
     assert PARSERS["text/markdown"] is MarkdownParser
     assert PARSERS["text/plain"] is TextParser
     assert PARSERS["text/html"] is HtmlParser
-    assert PARSERS["application/pdf"] is None  # recognised, not parsable yet
-    for cls in (MarkdownParser, TextParser, HtmlParser):
+    assert PARSERS["application/pdf"] is PdfParser
+    for cls in (MarkdownParser, TextParser, HtmlParser, PdfParser):
         assert isinstance(cls(), Parser)

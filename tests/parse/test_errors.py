@@ -109,20 +109,17 @@ def test_executable_named_txt(tmp_path: Path) -> None:
 def test_pdf_by_magic_and_by_extension(tmp_path: Path) -> None:
     pdf = b"%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n"
     for name, data in [("paper.pdf", pdf), ("paper.txt", pdf), ("fake.pdf", b"not really a pdf")]:
-        with pytest.raises(UnsupportedFormatError) as info:
+        with pytest.raises(ParseError) as info:
             parse_file(write(tmp_path, name, data))
-        reason = info.value.reason
-        assert "PDF parsing is not available in this version" in reason, name
-        assert reason.endswith(f"supported: {SUPPORTED}")
+        assert "is not a readable PDF: damaged or truncated" in info.value.reason, name
 
 
 def test_real_pdf_file() -> None:
     pdf = PDFS / "docling__multi_page.pdf"
     if not pdf.is_file():
         pytest.skip(f"shared sample documents not found at {PDFS}")
-    with pytest.raises(UnsupportedFormatError) as info:
-        parse_file(pdf)
-    assert "PDF parsing is not available" in info.value.reason
+    doc = parse_file(pdf)
+    assert doc.media_type == "application/pdf" and doc.metadata["pages"] == 5
 
 
 def test_docx_by_extension_and_magic(tmp_path: Path) -> None:

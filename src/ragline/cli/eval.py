@@ -102,3 +102,38 @@ def eval_retrieval(
     ):
         click.echo(f"  {key:12} {result[key]:.4f}")
     click.echo(f"  search p50 {result['search_p50_ms']} ms, p95 {result['search_p95_ms']} ms")
+
+
+@eval_group.command("golden")
+@click.option(
+    "--docs",
+    "docs",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of the documents the questions are about.",
+)
+@click.option(
+    "--questions",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON lines: {"id", "question", "relevant": [{"source", "quote"}], "answerable"}.',
+)
+@click.option("--depth", default=100, show_default=True, help="Results per stage (and RRF depth).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def eval_golden(obj: Any, docs: Path, questions: Path, depth: int, as_json: bool) -> None:
+    """Score BM25, vector and hybrid retrieval on a golden question set over real documents."""
+    from ..evaluate.golden import evaluate_golden, render_table
+
+    if not obj.collection:
+        obj.collection = (
+            "golden-"
+            + "".join(c if c.isalnum() or c in "_.-" else "-" for c in docs.resolve().name)[:50]
+        )
+    result = evaluate_golden(obj.index(), docs, questions, depth=depth)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(render_table(result))

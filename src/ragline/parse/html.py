@@ -3,11 +3,18 @@
 The page is decoded (BOM, then ``<meta charset>`` / ``http-equiv``, then UTF-8, then
 detection) and parsed with lxml's HTML parser (libxml2), used directly rather than through
 BeautifulSoup because building a bs4 tree costs about a second per megabyte of dense
-markup. The parser never touches the network and does not resolve external entities. Content comes from the most specific main-content
-container present (``#mw-content-text``, a single ``<article>``, ``<main>``,
-``[role=main]``, ``#content``, else ``<body>``). Boilerplate is skipped: scripts, styles,
-navigation, page headers and footers, asides, forms, hidden elements, cookie banners,
-"jump to" links, Wikipedia edit links and reference markers such as ``[1]``.
+markup. The parser never touches the network and resolves no entities other than HTML's
+own: definitions inside a ``<!DOCTYPE ... [ ... ]>`` (which web pages never need; a vehicle
+for entity-expansion and XXE attacks) are dropped unread, and their references stay
+literal text. libxml2's "huge" mode is on, so a 10 MB single-line page or text run is
+read whole (the parse worker's memory limit bounds it), and a page nested deeper than
+libxml2 allows (2,048 levels) is refused instead of being silently cut short.
+
+Content comes from the most specific main-content container present
+(``#mw-content-text``, a single ``<article>``, ``<main>``, ``[role=main]``, ``#content``,
+else ``<body>``). Boilerplate is skipped: scripts, styles, navigation, page headers and
+footers, asides, forms, hidden elements, cookie banners, "jump to" links, Wikipedia edit
+links and reference markers such as ``[1]``.
 
 Headings ``h1``-``h6`` become heading blocks; lists become one ``- item`` block each;
 ``pre`` is code; data tables become Markdown tables (colspan and rowspan cells repeated),
@@ -78,6 +85,8 @@ _INLINE_TAGS = frozenset(
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _LISTS = frozenset({"ul", "ol", "dl", "menu"})
 _MAX_SPAN = 50
+_INTERNAL_SUBSET_RE = re.compile(r"(<!DOCTYPE[^>\[]*)\[.*?\]\s*>", re.IGNORECASE | re.DOTALL)
+_PROLOG_CHARS = 64 * 1024
 
 
 class HtmlParser:
@@ -91,7 +100,7 @@ class HtmlParser:
         collector = BlockCollector()
         metadata: dict[str, Any] = {"encoding": decoded.encoding}
         try:
-            root = _parse_tree(decoded.text)
+            root = _parse_tree(_drop_internal_subset(decoded.text), path)
             if root is not None:
                 _Walker(collector).container(_main_content(root))
                 title, source = _title(root, collector)
@@ -100,6 +109,8 @@ class HtmlParser:
                     metadata["language"] = lang.strip()
             else:
                 title, source = "", "filename"
+        except ParseError:
+            raise
         except RecursionError:
             raise ParseError(
                 str(path), "could not parse as HTML: elements are nested too deeply"
@@ -112,15 +123,35 @@ class HtmlParser:
         return collector.document(path=path, title=title, media_type="text/html", metadata=metadata)
 
 
-def _parse_tree(text: str) -> Element | None:
+def _drop_internal_subset(text: str) -> str:
+    """``<!DOCTYPE html [<!ENTITY ...>]>`` -> ``<!DOCTYPE html>``: libxml2's HTML parser
+    would show the definitions as text (``]>``); they are never used."""
+    match = _INTERNAL_SUBSET_RE.search(text, 0, _PROLOG_CHARS)
+    if match is None:
+        return text
+    return f"{text[: match.start()]}{match.group(1).rstrip()}>{text[match.end() :]}"
+
+
+def _parse_tree(text: str, path: Path) -> Element | None:
     from lxml import etree
 
     # Already decoded: hand libxml2 UTF-8 and tell it so, so a stale <meta charset> or XML
     # declaration in the page cannot make it decode a second time.
     parser = etree.HTMLParser(
-        encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True
+        encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
     )
-    return etree.fromstring(text.encode("utf-8"), parser)
+    root = etree.fromstring(text.encode("utf-8"), parser)
+    # libxml2 recovers from a resource limit by dropping the rest of the page: refuse it.
+    for error in parser.error_log:
+        if error.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
+            match = re.search(r"Excessive depth in document: (\d+)", error.message)
+            what = (
+                f"elements are nested more than {match.group(1)} levels deep"
+                if match
+                else f"the page exceeds the HTML parser's limits ({error.message.strip()})"
+            )
+            raise ParseError(str(path), f"could not parse as HTML: {what}")
+    return root
 
 
 def _main_content(root: Element) -> Element:

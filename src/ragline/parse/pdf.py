@@ -63,7 +63,7 @@ _MONO_RE = re.compile(
     r"mono|courier|consol|cmtt|sftt|menlo|inconsolata|typewriter|code|fixed|lucidacons", re.I
 )
 _CID_RE = re.compile(r"\(cid:\d+\)")
-_BULLETS = frozenset("•●▪■◦‣○∙·–—-*►▶➢✓✔❖◆◇□➤→")
+_BULLETS = frozenset("•●▪■◦‣○∙–—-*►▶➢✓✔❖◆◇□➤→")
 _NUMBER_MARK_RE = re.compile(r"^(\(?\d{1,3}[.)]|\(?[a-z][.)]|\(?[ivx]{1,5}[.)])$")
 _PAGE_NUMBER_RE = re.compile(
     r"^(page\s*)?[-–—(\[]?\s*(\d{1,4}|[ivxlc]{1,7})\s*[-–—)\]]?(\s*(of|/)\s*\d{1,4})?$"
@@ -668,7 +668,7 @@ def _is_running_head(line: _Line) -> bool:
     words = line.words
     if len(words) < 2:
         return False
-    gap = 2.0 * line.size
+    gap = 1.2 * line.size
     first, last = words[0], words[-1]
     return bool(
         (_PAGE_NUMBER_RE.match(first.text) and words[1].x0 - first.x1 >= gap)
@@ -1039,17 +1039,20 @@ def _merge_items(raws: list[_Raw]) -> list[_Raw]:
 
 def _levels(raws: list[_Raw], outline: dict[str, int]) -> list[_Raw]:
     """Heading levels: from the bookmarks when a heading matches one; else the rank of its
-    font size (sizes within 0.75 pt are one rank; bold or italic body-size headings rank
-    last), one deeper per extra ``1.2.3`` numbering level within a rank."""
+    font size among the sizes that head sections on two or more pages (so a giant word on
+    a cover does not push every chapter down a level), one deeper per extra ``1.2.3``
+    numbering level within a rank; bold or italic body-size headings rank last."""
     heads = [r for r in raws if r.kind == "heading"]
-    ranks: dict[float, int] = {}
-    for size in sorted({round(r.size, 1) for r in heads if r.level == 0}, reverse=True):
-        previous = min(ranks, default=None)
-        ranks[size] = len(set(ranks.values())) + (previous is None or previous - size > 0.75)
-    emphasized = len(set(ranks.values())) + 1
+    pages: dict[float, set[int]] = {}
+    for raw in heads:
+        if raw.level == 0:
+            pages.setdefault(round(raw.size, 1), set()).add(raw.page)
+    structural = [size for size, seen in pages.items() if len(seen) >= 2] or list(pages)
 
     def rank(raw: _Raw) -> int:
-        return ranks[round(raw.size, 1)] if raw.level == 0 else emphasized
+        if raw.level != 0:
+            return len(structural) + 1
+        return 1 + sum(1 for size in structural if size > raw.size + 0.75)
 
     def depth(raw: _Raw) -> int | None:
         m = _NUMBERING_RE.match(raw.text)
