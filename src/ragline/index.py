@@ -26,7 +26,7 @@ class Index:
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(self, settings: Settings, *, embedder: Any = None) -> None:
-        from .analysis import get_analyzer
+        from .analysis.analyzer import MultiAnalyzer
         from .chunk import SectionChunker
         from .embed import get_embedder
         from .store.collections import ensure_collection
@@ -37,7 +37,7 @@ class Index:
             settings.database_url or settings.data_dir, schema=settings.db_schema
         )
         self.embedder = embedder or get_embedder(settings.embedder)
-        self.analyzer = get_analyzer(settings.language)
+        self.analyzer = MultiAnalyzer(settings.language)
         self.chunker = SectionChunker(
             max_tokens=settings.chunk_max_tokens,
             overlap_tokens=settings.chunk_overlap_tokens,

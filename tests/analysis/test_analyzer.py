@@ -34,3 +34,23 @@ def test_language_hook():
 def test_split_sentences_keeps_abbreviations():
     s = split_sentences("Dr. Smith et al. found it. Results e.g. in Fig. 3 hold. Next?")
     assert s == ["Dr. Smith et al. found it.", "Results e.g. in Fig. 3 hold.", "Next?"]
+
+
+def test_codes_versions_and_identifiers_survive_whole():
+    a = get_analyzer()
+    terms = a.terms("Error ERR_4021 on the X-570 with firmware v2.3.1 at 192.168.0.1")
+    for exact in ("err_4021", "x-570", "v2.3.1", "192.168.0.1"):
+        assert exact in terms
+    assert {"err", "4021", "570"} <= set(terms)  # the parts still match looser queries
+    assert "state-of-the-art" not in a.terms("a state-of-the-art design")  # no digit: not a code
+
+
+def test_multi_analyzer_per_language_and_query_union():
+    from ragline.analysis.analyzer import MultiAnalyzer
+
+    m = MultiAnalyzer("english")
+    assert m.terms("akkumulátorok", "hu") == get_analyzer("hungarian").terms("akkumulátorok")
+    assert m.terms("batteries", None) == ["batteri"]
+    q = m.query_terms("akkumulátorok batteries", ["hu"])
+    assert set(get_analyzer("hungarian").terms("akkumulátorok")) <= set(q) and "batteri" in q
+    assert m.terms("documenten", "xx") == m.terms("documenten", None)  # unknown → default

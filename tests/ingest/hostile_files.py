@@ -112,7 +112,9 @@ def encrypted_pdf_bytes(text: str) -> bytes | None:
     except ImportError:  # pragma: no cover - pypdf is a dev dependency
         return None
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes(text))))
-    writer.encrypt(user_password="hostile-user", owner_password="hostile-owner", algorithm="AES-128")
+    writer.encrypt(
+        user_password="hostile-user", owner_password="hostile-owner", algorithm="AES-128"
+    )
     buf = io.BytesIO()
     writer.write(buf)
     return buf.getvalue()
@@ -178,13 +180,14 @@ def lying_sizes_docx() -> bytes:
     return bytes(data)
 
 
-def _words(n_bytes: int, seed: int) -> bytes:
-    """About ``n_bytes`` of pseudo-random lowercase words separated by single spaces."""
+def words(n_bytes: int, seed: int, first: str) -> bytes:
+    """``n_bytes`` of pseudo-random lowercase words on one line, starting with ``first``."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocab = ["".join(rng.choices(letters, k=rng.randint(3, 9))) for _ in range(5000)]
-    sample = " ".join(rng.choices(vocab, k=200_000)).encode()
-    return (sample + b" ") * (n_bytes // (len(sample) + 1)) + sample[: n_bytes % (len(sample) + 1)]
+    sample = (" ".join(rng.choices(vocab, k=200_000)) + " ").encode()
+    text = first.encode() + b" " + sample * (n_bytes // len(sample) + 1)
+    return text[:n_bytes].rstrip() + b" end"
 
 
 def _billion_laughs(root_open: str, root_close: str, use: str) -> str:
@@ -202,25 +205,9 @@ def _xxe_doctype(root: str, canary_uri: str) -> str:
 
 
 @dataclass(frozen=True)
-class Hostile:
-    """One generated file and what ragline must do with it."""
-
-    name: str
-    what: str
-    outcome: Literal["failed", "added"]
-    errors: tuple[str, ...] = ()
-    """Accepted exception class names when it must fail."""
-    reason: str = ""
-    """A regular expression the failure reason must match (searched, case-insensitive)."""
-    cli: bool = True
-    """Also run through ``ragline parse`` (big legitimate files are skipped there)."""
-
-
-Writer = Callable[[Path, "Context"], bytes | None]
-
-
-@dataclass(frozen=True)
 class Context:
+    """What the generators need: the canary file outside the batch folder."""
+
     canary: Path
     token: str
 
@@ -229,334 +216,37 @@ class Context:
         return self.canary.as_uri()
 
 
-E_EMPTY = ("EmptyDocumentError",)
-E_ENC = ("EncodingError",)
-E_UNSUPPORTED = ("UnsupportedFormatError",)
-E_PARSE = ("ParseError",)
-# PDF cases: refused as unsupported until the PDF parser is registered, then a specific
-# ParseError from it. Both reasons are accepted.
-PDF_PENDING = r"PDF parsing is not available"
-E_PDF = ("UnsupportedFormatError", "ParseError", "EmptyDocumentError")
+Maker = Callable[[Path, Context], bytes | None]
+"""Returns the file's bytes, or writes the path itself and returns None (symlinks)."""
 
 
-def _cases() -> list[tuple[Hostile, Writer]]:
-    c: list[tuple[Hostile, Writer]] = []
+@dataclass(frozen=True)
+class Hostile:
+    """One generated file and what ragline must do with it."""
 
-    def case(hostile: Hostile) -> Callable[[Writer], Writer]:
-        def deco(fn: Writer) -> Writer:
-            c.append((hostile, fn))
-            return fn
+    name: str
+    what: str
+    make: Maker
+    outcome: Literal["failed", "added"] = "failed"
+    errors: tuple[str, ...] = ("ParseError",)
+    """Accepted exception class names when it must fail."""
+    reason: str = ""
+    """A regular expression the failure reason must match (case-insensitive search)."""
+    word: str = ""
+    """When it must be indexed: a word of its text that a BM25 search must find."""
+    cli: bool = True
+    """Also run through ``ragline parse`` (skipped for big legitimate files)."""
 
-        return deco
 
-    empty = r"empty \(0 bytes\)"
-    for ext in ("md", "txt", "html", "docx", "pdf", "png"):
-        case(Hostile(f"empty.{ext}", "0 bytes", "failed", E_EMPTY, empty))(lambda p, x: b"")
+EMPTY = ("EmptyDocumentError",)
+ENCODING = ("EncodingError",)
+UNSUPPORTED = ("UnsupportedFormatError",)
+NESTED_MD = "nested 50 or more levels deep"
+XXE_DOCX = r"declares a DTD .*entity-expansion and external-entity \(XXE\)"
 
-    case(Hostile("whitespace.md", "only whitespace", "failed", E_EMPTY, "only whitespace"))(
-        lambda p, x: b" \n\t\r\n  \n" * 1000
-    )
-    case(Hostile("bom_only.txt", "a UTF-8 BOM and nothing else", "failed", E_EMPTY, "whitespace"))(
-        lambda p, x: b"\xef\xbb\xbf"
-    )
-    case(
-        Hostile(
-            "no_text.html", "markup without text", "failed", E_EMPTY, "no text after parsing"
-        )
-    )(lambda p, x: b"<html><body>" + b"<div><span></span></div>" * 1000 + b"</body></html>")
 
-    # ---- binary and encodings
-    case(Hostile("nul_bytes.txt", "text with NUL bytes", "failed", E_ENC, "NUL bytes"))(
-        lambda p, x: b"hello world\x00" * 1000
-    )
-    case(Hostile("random.txt", "random bytes named .txt", "failed", E_ENC, "binary|NUL"))(
-        lambda p, x: random.Random(1).randbytes(256 * 1024)
-    )
-    case(
-        Hostile(
-            "controls.txt", "control characters, no NUL", "failed", E_ENC, "control characters"
-        )
-    )(lambda p, x: bytes(range(1, 9)) * 2000)
-    case(
-        Hostile(
-            "utf16_odd.txt",
-            "UTF-16 BOM and an odd byte count",
-            "failed",
-            E_ENC,
-            "byte-order mark says utf-16",
-        )
-    )(lambda p, x: "\ufeffsome utf-16 text\n".encode("utf-16-le") * 100 + b"\x41")
-    case(
-        Hostile(
-            "utf16_nobom_odd.txt",
-            "UTF-16 without BOM, odd byte count",
-            "failed",
-            E_ENC,
-            "utf-16|NUL bytes",
-        )
-    )(lambda p, x: "plain words in utf sixteen\n".encode("utf-16-le") * 400 + b"\x41")
-    case(
-        Hostile(
-            "utf32_nobom.md", "UTF-32 without BOM named .md", "failed", E_ENC, "NUL bytes"
-        )
-    )(lambda p, x: "# Title\n\nSome text in UTF-32.\n".encode("utf-32-le") * 50)
-    case(
-        Hostile(
-            "utf32_bad.md",
-            "UTF-32 BOM with code points above U+10FFFF",
-            "failed",
-            E_ENC,
-            "byte-order mark says utf-32",
-        )
-    )(lambda p, x: b"\xff\xfe\x00\x00" + struct.pack("<I", 0x110000) * 100)
-    case(Hostile("latin1.md", "invalid UTF-8 (Latin-1 prose)", "added"))(
-        lambda p, x: "# Caf\xe9 cr\xe8me\n\nA na\xefve fa\xe7ade r\xe9sum\xe9 ".encode("latin-1")
-        * 200
-    )
-
-    # ---- wrong extension
-    case(
-        Hostile("image.md", "a blank PNG named .md", "failed", E_EMPTY, "OCR found no text")
-    )(lambda p, x: png_bytes(64, 32))
-    case(Hostile("elf.txt", "an ELF executable named .txt", "failed", E_UNSUPPORTED, "ELF"))(
-        lambda p, x: b"\x7fELF\x02\x01\x01" + b"\x00" * 9 + random.Random(2).randbytes(8192)
-    )
-    case(Hostile("gzip.md", "a gzip file named .md", "failed", E_UNSUPPORTED, "gzip"))(
-        lambda p, x: gzip.compress(b"compressed words " * 1000)
-    )
-    case(Hostile("pdf.docx", "a PDF named .docx", "failed", E_PDF, PDF_PENDING + "|named"))(
-        lambda p, x: pdf_bytes("a pdf in disguise")
-    )
-    case(
-        Hostile(
-            "plain_zip.docx",
-            "a ZIP without a Word document named .docx",
-            "failed",
-            E_PARSE,
-            "no main document part",
-        )
-    )(lambda p, x: _plain_zip())
-    case(Hostile("docx_named.txt", "a valid DOCX named .txt", "added"))(
-        lambda p, x: docx_bytes(document_xml("Disguised docx about heliotrope lanterns."))
-    )
-
-    # ---- ZIP and DOCX
-    case(Hostile("zip_bomb.docx", "200 MB document.xml, ~1000x", "failed", E_PARSE, "ZIP bomb"))(
-        lambda p, x: zip_bomb_docx(200)
-    )
-    case(
-        Hostile(
-            "lying_sizes.docx",
-            "ZIP whose directory understates a part's size",
-            "failed",
-            E_PARSE,
-            r"could not read part|Bad CRC|larger than declared|not well-formed",
-        )
-    )(lambda p, x: lying_sizes_docx())
-    case(
-        Hostile(
-            "billion_laughs.docx",
-            "entity expansion in document.xml",
-            "failed",
-            E_PARSE,
-            r"DTD.*entity",
-        )
-    )(
-        lambda p, x: docx_bytes(
-            '<?xml version="1.0"?>'
-            + _billion_laughs(f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>', "", "&lol9;")
-            + "</w:t></w:r></w:p></w:body></w:document>"
-        )
-    )
-    case(Hostile("xxe.docx", "external entity to the canary", "failed", E_PARSE, r"DTD.*XXE"))(
-        lambda p, x: docx_bytes(document_xml("&xxe;", prolog=_xxe_doctype("w:document", x.canary_uri)))
-    )
-    case(
-        Hostile(
-            "xxe_padded.docx",
-            "XXE after 70 KB of comment (past the prolog check)",
-            "failed",
-            E_PARSE,
-            r"DTD.*XXE",
-        )
-    )(
-        lambda p, x: docx_bytes(
-            document_xml(
-                "&xxe;",
-                prolog="<!--" + " " * 70_000 + "-->" + _xxe_doctype("w:document", x.canary_uri),
-            )
-        )
-    )
-    case(
-        Hostile(
-            "xxe_core.docx",
-            "XXE in the core properties (title)",
-            "failed",
-            E_PARSE,
-            r"docProps/core.xml.*DTD",
-        )
-    )(
-        lambda p, x: docx_bytes(
-            document_xml("An innocent body."),
-            core='<?xml version="1.0"?>'
-            + _xxe_doctype("cp:coreProperties", x.canary_uri)
-            + '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
-            'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
-            "<dc:title>&xxe;</dc:title></cp:coreProperties>",
-        )
-    )
-    case(
-        Hostile(
-            "xxe_utf16.docx", "XXE in a UTF-16 document.xml", "failed", E_PARSE, r"DTD.*XXE"
-        )
-    )(
-        lambda p, x: docx_bytes(
-            b"\xff\xfe"
-            + document_xml("&xxe;", prolog=_xxe_doctype("w:document", x.canary_uri))
-            .replace('encoding="UTF-8"', 'encoding="UTF-16"')
-            .encode("utf-16-le")
-        )
-    )
-    case(
-        Hostile(
-            "rel_traversal.docx",
-            "main-part relationship pointing at the canary path",
-            "failed",
-            E_PARSE,
-            "no main document part",
-        )
-    )(lambda p, x: docx_bytes(document_xml("x"), main="../../../../.." + str(x.canary)))
-    case(
-        Hostile(
-            "xinclude.docx",
-            "XInclude of the canary (must not be processed)",
-            "added",
-        )
-    )(
-        lambda p, x: docx_bytes(
-            document_xml(
-                "Visible marigold text.",
-                f'<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="{x.canary_uri}" '
-                'parse="text"/>',
-            )
-        )
-    )
-    case(Hostile("not_xml.docx", "document.xml is not XML", "failed", E_PARSE, "not well-formed"))(
-        lambda p, x: docx_bytes(b"this is < not > xml & at all")
-    )
-    case(
-        Hostile(
-            "deep.docx", "100k nested elements in document.xml", "failed", E_PARSE, "well-formed|deep"
-        )
-    )(
-        lambda p, x: docx_bytes(
-            document_xml("x").replace(
-                "<w:body>", "<w:body>" + "<w:sdt>" * 100_000 + "deep" + "</w:sdt>" * 100_000
-            )
-        )
-    )
-    case(Hostile("truncated.docx", "a DOCX cut in half", "failed", E_PARSE, "not a valid DOCX"))(
-        lambda p, x: (d := docx_bytes(document_xml(*["Some paragraph text."] * 200)))[: len(d) // 2]
-    )
-    case(
-        Hostile(
-            "encrypted.docx",
-            "a password-protected (OLE) Office file",
-            "failed",
-            E_UNSUPPORTED + E_PARSE,
-            "OLE",
-        )
-    )(lambda p, x: b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 16 + b"\x3e\x00\x03\x00" + b"\xff" * 4000)
-
-    # ---- PDF (refused as unsupported until the PDF parser is registered)
-    case(Hostile("truncated.pdf", "a PDF cut in half", "failed", E_PDF, PDF_PENDING + "|damaged|truncat|invalid|could not"))(
-        lambda p, x: (d := pdf_bytes("truncated text " * 20))[: len(d) // 2]
-    )
-    case(Hostile("garbage.pdf", "a PDF header, then random bytes", "failed", E_PDF, PDF_PENDING + "|damaged|invalid|could not"))(
-        lambda p, x: b"%PDF-1.7\n" + random.Random(3).randbytes(64 * 1024)
-    )
-    case(Hostile("encrypted.pdf", "a password-protected PDF", "failed", E_PDF, PDF_PENDING + "|password"))(
-        lambda p, x: encrypted_pdf_bytes("secret pdf text")
-    )
-    case(Hostile("html.pdf", "HTML named .pdf", "failed", E_PDF, PDF_PENDING + "|not a PDF|damaged|invalid|could not"))(
-        lambda p, x: b"<html><body><p>not a pdf</p></body></html>"
-    )
-
-    # ---- images
-    case(Hostile("bomb.png", "30000x30000 1-bit PNG (900 Mpx)", "failed", E_PARSE, "decompression bomb"))(
-        lambda p, x: png_bytes(30_000, 30_000)
-    )
-    case(Hostile("bomb_warn.png", "10000x10000 PNG (100 Mpx)", "failed", E_PARSE, "decompression bomb"))(
-        lambda p, x: png_bytes(10_000, 10_000)
-    )
-    case(Hostile("truncated.png", "a PNG cut in half", "failed", E_PARSE, "could not decode|not an image|truncated"))(
-        lambda p, x: (d := png_bytes(2000, 2000))[: len(d) // 2]
-    )
-
-    # ---- HTML
-    case(Hostile("xxe.html", "HTML with an external entity to the canary", "failed", E_PARSE, r"entit"))(
-        lambda p, x: (
-            _xxe_doctype("html", x.canary_uri)
-            + "<html><body><p>Hello &xxe; world of secrets.</p></body></html>"
-        ).encode()
-    )
-    case(Hostile("billion_laughs.html", "HTML with entity expansion", "failed", E_PARSE, r"entit"))(
-        lambda p, x: _billion_laughs("<html><body><p>", "</p></body></html>", "&lol9;").encode()
-    )
-    case(Hostile("file_refs.html", "iframe/object/img/link to the canary (never fetched)", "added"))(
-        lambda p, x: (
-            f'<html><head><link rel="stylesheet" href="{x.canary_uri}"></head><body>'
-            f'<iframe src="{x.canary_uri}"></iframe><object data="{x.canary_uri}"></object>'
-            f'<img src="{x.canary_uri}" alt="img"><p>Visible periwinkle paragraph.</p></body></html>'
-        ).encode()
-    )
-    case(Hostile("deep_div.html", "100k nested <div>", "failed", E_PARSE, "deep"))(
-        lambda p, x: b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>"
-    )
-    case(Hostile("long_line.html", "10 MB single-line HTML", "added", cli=False))(
-        lambda p, x: b"<html><body><script>" + b"var a=1;" * (2 * MB // 8) + b"</script><p>"
-        + _words(8 * MB, 4) + b"</p></body></html>"
-    )
-
-    # ---- Markdown and text
-    case(Hostile("deep_quote.md", "100k nested block quotes", "added"))(
-        lambda p, x: b">" * 100_000 + b" deep quoted text"
-    )
-    case(Hostile("deep_list.md", "100k nested list levels", "added"))(
-        lambda p, x: b"- " * 100_000 + b"deep list item"
-    )
-    case(Hostile("deep_inline.md", "100k nested emphasis and brackets", "added"))(
-        lambda p, x: b"*" * 50_000 + b"x" + b"*" * 50_000 + b" " + b"[" * 50_000 + b"y" + b"]" * 50_000
-    )
-    case(
-        Hostile(
-            "yaml_bomb.md", "YAML alias bomb in front matter", "failed", E_PARSE, "front matter"
-        )
-    )(lambda p, x: _yaml_bomb())
-    case(
-        Hostile(
-            "yaml_python.md", "a python object tag in front matter", "failed", E_PARSE, "invalid YAML"
-        )
-    )(lambda p, x: b"---\nx: !!python/object/apply:os.system ['echo pwned']\n---\n\n# Body\n")
-    case(Hostile("yaml_deep.md", "100k nested YAML lists", "failed", E_PARSE, "deep|front matter"))(
-        lambda p, x: b"---\na: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\n\ntext\n"
-    )
-    case(Hostile("long_line.txt", "10 MB single line of words", "added", cli=False))(
-        lambda p, x: _words(10 * MB, 5)
-    )
-    case(Hostile("long_token.txt", "10 MB single word", "added", cli=False))(
-        lambda p, x: b"a" * (10 * MB)
-    )
-    case(Hostile("many_lines.txt", "1M lines, 500k tiny paragraphs", "added", cli=False))(
-        lambda p, x: b"".join(b"p%d\n\n" % i for i in range(500_000))
-    )
-    case(Hostile("odd name -- 'q' \"dq\" $(x) ;|&% é名.md", "shell and Unicode characters in the name", "added"))(
-        lambda p, x: b"# Odd name\n\nA file with a strange name about tamarind.\n"
-    )
-    case(Hostile("loop.md", "a symbolic link to itself", "failed", E_PARSE, "symbolic links"))(
-        _symlink_loop
-    )
-    return c
+def _truncated(data: bytes) -> bytes:
+    return data[: len(data) // 2]
 
 
 def _plain_zip() -> bytes:
@@ -575,24 +265,231 @@ def _yaml_bomb() -> bytes:
 
 def _symlink_loop(path: Path, ctx: Context) -> None:
     os.symlink(path.name, path)
-    return None
 
 
-CASES: list[tuple[Hostile, Writer]] = _cases()
+def _bomb_docx_doc(ctx: Context) -> bytes:
+    body = f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>'
+    return docx_bytes(
+        '<?xml version="1.0"?>'
+        + _billion_laughs(body, "</w:t></w:r></w:p></w:body></w:document>", "&lol9;")
+    )
+
+
+def _xxe_docx(ctx: Context, padding: int = 0, utf16: bool = False) -> bytes:
+    prolog = ("<!--" + " " * padding + "-->" if padding else "") + _xxe_doctype(
+        "w:document", ctx.canary_uri
+    )
+    xml = document_xml("&xxe;", prolog=prolog)
+    if utf16:
+        return docx_bytes(b"\xff\xfe" + xml.replace("UTF-8", "UTF-16").encode("utf-16-le"))
+    return docx_bytes(xml)
+
+
+def _xxe_core_docx(ctx: Context) -> bytes:
+    core = (
+        '<?xml version="1.0"?>'
+        + _xxe_doctype("cp:coreProperties", ctx.canary_uri)
+        + '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/'
+        'metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        "<dc:title>&xxe;</dc:title></cp:coreProperties>"
+    )
+    return docx_bytes(document_xml("An innocent body."), core=core)
+
+
+def _xinclude_docx(ctx: Context) -> bytes:
+    include = (
+        f'<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="{ctx.canary_uri}" '
+        'parse="text"/>'
+    )
+    return docx_bytes(document_xml("Visible marigold text.", include))
+
+
+def _deep_docx() -> bytes:
+    deep = "<w:sdt>" * 100_000 + "deep" + "</w:sdt>" * 100_000
+    return docx_bytes(document_xml("x").replace("<w:body>", "<w:body>" + deep))
+
+
+def _file_refs_html(ctx: Context) -> bytes:
+    uri = ctx.canary_uri
+    return (
+        f'<html><head><link rel="stylesheet" href="{uri}"></head><body>'
+        f'<iframe src="{uri}"></iframe><object data="{uri}"></object><img src="{uri}" alt="i">'
+        "<p>Visible periwinkle paragraph.</p></body></html>"
+    ).encode()
+
+
+def _long_line_html() -> bytes:
+    script = b"var a=1;" * (2 * MB // 8)
+    text = words(8 * MB, 4, "floccinaucinihilipilification")
+    return b"<html><body><script>" + script + b"</script><p>" + text + b"</p></body></html>"
+
+
+OLE_HEADER = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 16 + b"\x3e\x00\x03\x00"
+
+CASES: tuple[Hostile, ...] = (
+    # ---- empty
+    *(
+        Hostile(f"empty.{ext}", "0 bytes", lambda p, x: b"", errors=EMPTY, reason=r"empty \(0 bytes\)")
+        for ext in ("md", "txt", "html", "docx", "pdf", "png")
+    ),
+    Hostile("whitespace.md", "only whitespace", lambda p, x: b" \n\t\r\n  \n" * 1000,
+            errors=EMPTY, reason="only whitespace"),
+    Hostile("bom_only.txt", "a UTF-8 BOM and nothing else", lambda p, x: b"\xef\xbb\xbf",
+            errors=EMPTY, reason="only whitespace"),
+    Hostile("no_text.html", "markup without text",
+            lambda p, x: b"<html><body>" + b"<div><span></span></div>" * 1000 + b"</body></html>",
+            errors=EMPTY, reason="no text after parsing"),
+    # ---- binary and broken encodings
+    Hostile("nul_bytes.txt", "text with NUL bytes", lambda p, x: b"hello world\x00" * 1000,
+            errors=ENCODING, reason="contains NUL bytes"),
+    Hostile("random.txt", "random bytes named .txt",
+            lambda p, x: random.Random(1).randbytes(256 * 1024),
+            errors=ENCODING, reason="binary, not text"),
+    Hostile("controls.txt", "control characters, no NUL",
+            lambda p, x: bytes(range(1, 9)) * 2000,
+            errors=ENCODING, reason="are control characters"),
+    Hostile("utf16_odd.txt", "UTF-16 BOM and an odd byte count",
+            lambda p, x: "\ufeffsome utf-16 text\n".encode("utf-16-le") * 100 + b"A",
+            errors=ENCODING, reason="byte-order mark says utf-16-le, but byte"),
+    Hostile("utf16_nobom_odd.txt", "UTF-16 without BOM, odd byte count",
+            lambda p, x: "plain words in utf sixteen\n".encode("utf-16-le") * 400 + b"A",
+            errors=ENCODING, reason="UTF-16 byte pattern says utf-16-le, but byte"),
+    Hostile("utf32_nobom.md", "UTF-32 without BOM named .md",
+            lambda p, x: "# Title\n\nSome text in UTF-32.\n".encode("utf-32-le") * 50,
+            errors=ENCODING, reason="contains NUL bytes"),
+    Hostile("utf32_bad.md", "UTF-32 BOM, code points above U+10FFFF",
+            lambda p, x: b"\xff\xfe\x00\x00" + struct.pack("<I", 0x110000) * 100,
+            errors=ENCODING, reason="byte-order mark says utf-32-le"),
+    Hostile("latin1.md", "invalid UTF-8 (Latin-1 prose)", outcome="added", word="façade",
+            make=lambda p, x: "# Café crème\n\nA naïve façade résumé. ".encode("latin-1") * 200),
+    # ---- wrong extension
+    Hostile("image.md", "a blank PNG named .md", lambda p, x: png_bytes(64, 32),
+            errors=EMPTY, reason="OCR found no text"),
+    Hostile("elf.txt", "an ELF executable named .txt",
+            lambda p, x: b"\x7fELF\x02\x01\x01" + b"\x00" * 9 + random.Random(2).randbytes(8192),
+            errors=UNSUPPORTED, reason="ELF executable"),
+    Hostile("gzip.md", "a gzip file named .md", lambda p, x: gzip.compress(b"words " * 1000),
+            errors=UNSUPPORTED, reason="gzip archive"),
+    Hostile("plain_zip.docx", "a ZIP without a Word document named .docx",
+            lambda p, x: _plain_zip(), reason="no main document part"),
+    Hostile("docx_named.txt", "a valid DOCX named .txt (magic bytes win)", outcome="added",
+            word="heliotrope",
+            make=lambda p, x: docx_bytes(document_xml("Disguised docx about heliotrope."))),
+    Hostile("pdf.docx", "a valid PDF named .docx (magic bytes win)", outcome="added",
+            word="kumquat", make=lambda p, x: pdf_bytes("A pdf in disguise about kumquat trees")),
+    Hostile("html.pdf", "HTML named .pdf", lambda p, x: b"<html><body><p>not a pdf</p></body></html>",
+            reason="not a readable PDF"),
+    # ---- ZIP / DOCX
+    Hostile("zip_bomb.docx", "document.xml inflating to 200 MB (~1000x)",
+            lambda p, x: zip_bomb_docx(200), reason="looks like a ZIP bomb"),
+    Hostile("lying_sizes.docx", "ZIP directory understating a part's size 1000x",
+            lambda p, x: lying_sizes_docx(), reason="could not read part word/document.xml: Bad CRC"),
+    Hostile("billion_laughs.docx", "entity expansion in document.xml",
+            lambda p, x: _bomb_docx_doc(x), reason=XXE_DOCX),
+    Hostile("xxe.docx", "external entity to the canary", lambda p, x: _xxe_docx(x), reason=XXE_DOCX),
+    Hostile("xxe_padded.docx", "XXE after 70 KB of comment (past the prolog check)",
+            lambda p, x: _xxe_docx(x, padding=70_000), reason=XXE_DOCX),
+    Hostile("xxe_utf16.docx", "XXE in a UTF-16 document.xml",
+            lambda p, x: _xxe_docx(x, utf16=True), reason=XXE_DOCX),
+    Hostile("xxe_core.docx", "XXE in the core properties' title",
+            lambda p, x: _xxe_core_docx(x), reason="part docProps/core.xml " + XXE_DOCX),
+    Hostile("rel_traversal.docx", "main-part relationship pointing at the canary's path",
+            lambda p, x: docx_bytes(document_xml("x"), main="../../../../.." + str(x.canary)),
+            reason="no main document part"),
+    Hostile("xinclude.docx", "XInclude of the canary (never processed)", outcome="added",
+            word="marigold", make=lambda p, x: _xinclude_docx(x)),
+    Hostile("not_xml.docx", "document.xml that is not XML",
+            lambda p, x: docx_bytes(b"this is < not > xml & at all"), reason="not well-formed XML"),
+    Hostile("deep.docx", "100k nested elements in document.xml", lambda p, x: _deep_docx(),
+            reason="Excessive depth"),
+    Hostile("truncated.docx", "a DOCX cut in half",
+            lambda p, x: _truncated(docx_bytes(document_xml(*["Some paragraph text."] * 200))),
+            reason="not a valid DOCX file"),
+    Hostile("encrypted.docx", "a password-protected (OLE) Office file",
+            lambda p, x: OLE_HEADER + b"\xff" * 4000, errors=UNSUPPORTED, reason="OLE"),
+    # ---- PDF
+    Hostile("truncated.pdf", "a PDF cut in half",
+            lambda p, x: _truncated(pdf_bytes("truncated text " * 20)), reason="not a readable PDF"),
+    Hostile("garbage.pdf", "a PDF header, then random bytes",
+            lambda p, x: b"%PDF-1.7\n" + random.Random(3).randbytes(64 * 1024),
+            reason="not a readable PDF"),
+    Hostile("encrypted.pdf", "a password-protected PDF (AES-128)",
+            lambda p, x: encrypted_pdf_bytes("secret pdf text"), reason="password-protected"),
+    # ---- images
+    Hostile("bomb.png", "30000x30000 1-bit PNG (900 Mpx, 100 KB)",
+            lambda p, x: png_bytes(30_000, 30_000), reason="decompression bomb"),
+    Hostile("bomb_warn.png", "10000x10000 1-bit PNG (100 Mpx)",
+            lambda p, x: png_bytes(10_000, 10_000), reason="decompression bomb"),
+    Hostile("truncated.png", "a PNG cut in half", lambda p, x: _truncated(png_bytes(2000, 2000)),
+            reason="could not decode page 1: image file is truncated"),
+    # ---- HTML: entities beyond HTML's own are never resolved; the reference stays literal
+    # text (tests/parse/test_html.py pins this), so these pages are read.
+    Hostile("xxe.html", "HTML with an external entity to the canary", outcome="added",
+            word="secrets",
+            make=lambda p, x: (_xxe_doctype("html", x.canary_uri)
+                               + "<html><body><p>Hello &xxe; world of secrets.</p></body></html>").encode()),
+    Hostile("billion_laughs.html", "HTML with entity expansion", outcome="added", word="giggles",
+            make=lambda p, x: _billion_laughs("<html><body><p>giggles ", "</p></body></html>",
+                                              "&lol9;").encode()),
+    Hostile("file_refs.html", "iframe/object/img/link to the canary (never fetched)",
+            outcome="added", word="periwinkle", make=lambda p, x: _file_refs_html(x)),
+    Hostile("deep_div.html", "100k nested <div>",
+            lambda p, x: b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000,
+            reason="nested more than 2048 levels deep"),
+    Hostile("long_line.html", "10 MB single-line HTML (2 MB script, 8 MB paragraph)",
+            outcome="added", word="floccinaucinihilipilification", cli=False,
+            make=lambda p, x: _long_line_html()),
+    # ---- Markdown
+    Hostile("deep_quote.md", "100k nested block quotes",
+            lambda p, x: b">" * 100_000 + b" deep quoted text", reason=NESTED_MD),
+    Hostile("deep_list.md", "100k nested list levels",
+            lambda p, x: b"- " * 100_000 + b"deep list item", reason=NESTED_MD),
+    Hostile("deep_inline.md", "50k nested emphasis, 50k brackets",
+            lambda p, x: b"*" * 50_000 + b"x" + b"*" * 50_000 + b" " + b"[" * 50_000 + b"y",
+            reason=NESTED_MD),
+    Hostile("yaml_bomb.md", "YAML alias bomb in front matter (9^10 values)",
+            lambda p, x: _yaml_bomb(), reason="front matter: it expands to more than"),
+    Hostile("yaml_selfref.md", "a YAML alias that contains itself",
+            lambda p, x: b"---\na: &a [*a, *a]\n---\n\n# Body\n\nText.\n",
+            reason="front matter: it expands to more than"),
+    Hostile("yaml_deep.md", "100k nested YAML lists in front matter",
+            lambda p, x: b"---\na: " + b"[" * 100_000 + b"]" * 100_000 + b"\n---\n\ntext\n",
+            reason="front matter: nested too deeply"),
+    Hostile("yaml_python.md", "a python/object tag in front matter",
+            lambda p, x: b"---\nx: !!python/object/apply:os.system ['echo pwned']\n---\n\n# Body\n",
+            reason="invalid YAML front matter at line 2: could not determine a constructor"),
+    # ---- plain text, huge
+    Hostile("long_line.txt", "10 MB single line of words", outcome="added",
+            word="sesquipedalian", cli=False,
+            make=lambda p, x: words(10 * MB, 5, "sesquipedalian")),
+    Hostile("long_token.txt", "10 MB single word", outcome="added", cli=False,
+            make=lambda p, x: b"a" * (10 * MB)),
+    Hostile("many_lines.txt", "1M lines: 500k tiny paragraphs", outcome="added", cli=False,
+            word="p499999", make=lambda p, x: b"".join(b"p%d\n\n" % i for i in range(500_000))),
+    # ---- file system
+    Hostile("odd name -- 'q' \"dq\" $(x) ;|&% é名.md", "shell and Unicode characters in the name",
+            outcome="added", word="tamarind",
+            make=lambda p, x: b"# Odd name\n\nA file with a strange name about tamarind.\n"),
+    Hostile("loop.md", "a symbolic link to itself", _symlink_loop,
+            reason="Too many levels of symbolic links"),
+)  # fmt: skip
 
 
 def generate(folder: Path, canary: Path, token: str) -> list[Hostile]:
-    """Write every hostile file into ``folder`` (the canary file must exist already)."""
+    """Write every hostile file into ``folder``; the canary file must exist already.
+
+    Returns the cases written (one whose generator is unavailable here is left out).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     ctx = Context(canary, token)
     out = []
-    for hostile, writer in CASES:
+    for hostile in CASES:
         path = folder / hostile.name
-        data = writer(path, ctx)
+        data = hostile.make(path, ctx)
         if data is not None:
             path.write_bytes(data)
         elif not path.is_symlink():
-            continue  # a generator that is unavailable here (pypdf missing)
+            continue
         out.append(hostile)
     return out
 
@@ -605,6 +502,7 @@ GOOD: dict[str, tuple[str, bytes]] = {
         b"<html><body><h1>Mammals</h1><p>The pangolin is covered in scales.</p></body></html>",
     ),
     "good.docx": ("narwhal", docx_bytes(document_xml("The narwhal has a long tusk."))),
+    "good.pdf": ("wombat", pdf_bytes("The wombat digs burrows in the bush.")),
 }
 """Good files for the same batch: name -> (a word only it contains, bytes)."""
 

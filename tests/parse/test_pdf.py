@@ -95,6 +95,7 @@ def test_two_columns_read_column_by_column_after_the_title(canvas_pdf):
             c.drawString(72, y, a)
             c.drawString(320, y, b)
             y -= 13
+        c.drawString(72, y - 30, "Zulu is a full-width closing line below both of the columns.")
 
     doc = parse(canvas_pdf("columns.pdf", page))
     text = doc.text
@@ -102,6 +103,7 @@ def test_two_columns_read_column_by_column_after_the_title(canvas_pdf):
     assert all(p >= 0 for p in positions), text
     assert positions == sorted(positions), text
     assert text.find("A Study of Landscapes") < positions[0]
+    assert text.find("Zulu is a full-width closing line") > positions[-1]
     assert doc.blocks[0].kind == "heading" and doc.title == "A Study of Landscapes"
     for s in LEFT + RIGHT:
         assert s in " ".join(text.split()), s
@@ -125,9 +127,7 @@ def test_ruled_table_becomes_markdown_and_is_not_repeated(tmp_path):
     ]
     table = Table(data)
     table.setStyle(
-        TableStyle(
-            [("GRID", (0, 0), (-1, -1), 0.5, colors.black), ("SPAN", (0, 1), (0, 2))]
-        )
+        TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black), ("SPAN", (0, 1), (0, 2))])
     )
     story = [
         Paragraph("Quarterly results", styles["Heading1"]),
@@ -309,11 +309,17 @@ def test_pages_without_text_go_to_ocr(canvas_pdf, monkeypatch):
     def drawing(c, _):
         c.rect(100, 100, 300, 300, fill=1)
 
-    doc = parse(canvas_pdf("scan.pdf", drawing))
-    assert seen and seen[0][0][0] > 2000  # rendered at 300 dpi: an A4 page is 2480 px wide
-    assert doc.blocks[0].text == "Recognised words from the scan."
-    assert doc.blocks[0].page == 1
-    assert doc.metadata["ocr_pages"] == [1]
+    def text(c, number):
+        c.drawString(72, 700, f"Typed text on page {number}.")
+
+    doc = parse(canvas_pdf("scan.pdf", text, drawing, text))
+    assert len(seen) == 1 and seen[0][0][0] > 2000  # 300 dpi: an A4 page is 2480 px wide
+    assert [(b.text, b.page) for b in doc.blocks] == [
+        ("Typed text on page 1.", 1),
+        ("Recognised words from the scan.", 2),
+        ("Typed text on page 3.", 3),
+    ]
+    assert doc.metadata["ocr_pages"] == [2] and doc.metadata["pages_without_text"] == [2]
 
 
 @pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract is not installed")
@@ -383,6 +389,22 @@ def test_truncated_and_corrupt_files_raise_parse_error(tmp_path):
             parse_bytes(data[: int(len(data) * cut)], path=tmp_path / "cut.pdf")
     with pytest.raises(ParseError, match="not a readable PDF"):
         parse_bytes(b"%PDF-1.7\n this is not a pdf at all", path=tmp_path / "junk.pdf")
+
+
+def test_huge_pages_are_read_as_plain_text(canvas_pdf, monkeypatch):
+    import ragline.parse.pdf as pdf_module
+
+    def page(c, _):
+        for i in range(40):
+            c.drawString(72, 760 - 14 * i, f"Dense line number {i} of a crowded page.")
+
+    path = canvas_pdf("dense.pdf", page)
+    monkeypatch.setattr(pdf_module, "MAX_PAGE_OBJECTS", 10)  # layout analysis is skipped
+    started = time.perf_counter()
+    doc = parse(path)
+    assert time.perf_counter() - started < 5
+    assert doc.metadata["pages_plain_text"] == [1]
+    assert "Dense line number 39 of a crowded page." in doc.text
 
 
 def test_missing_dependency_names_the_extra(monkeypatch, tmp_path):

@@ -50,11 +50,12 @@ def reference_bm25(
 def _stored_terms(index, tenant: str) -> dict[int, list[str]]:
     with index.db.connection() as conn:
         rows = conn.execute(
-            "SELECT id, header, text FROM chunks WHERE collection_id = %s AND tenant = %s AND is_current",
+            "SELECT c.id, c.header, c.text, d.language FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.collection_id = %s AND c.tenant = %s AND c.is_current",
             (index.collection.id, tenant),
         ).fetchall()
-    a = index.analyzer
-    return {cid: a.terms(f"{h}\n\n{t}" if h else t) for cid, h, t in rows}
+    a = index.analyzer  # each document is analyzed in its own (detected) language
+    return {cid: a.terms(f"{h}\n\n{t}" if h else t, lang) for cid, h, t, lang in rows}
 
 
 def test_bm25_matches_reference_and_ignores_other_tenants(fake_index):

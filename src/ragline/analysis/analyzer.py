@@ -1,9 +1,18 @@
 """The lexical analyzer behind BM25.
 
-NFKC normalization → casefold → Unicode word tokenization → stop words → Snowball
-stemming (PyStemmer). The same :class:`Analyzer` runs at index and at query time, so
-a term matches exactly when both sides produce the same string. Languages plug in
-through :func:`get_analyzer`; English is the default.
+NFKC normalization → casefold → Unicode word tokenization → stop words → stemming
+(Snowball via PyStemmer; a light suffix stripper for Ukrainian, which has no Snowball
+stemmer). The same analysis runs at index and at query time, so a term matches exactly
+when both sides produce the same string.
+
+Codes, versions and identifiers survive exactly: besides its parts, a token such as
+``X-570``, ``v2.3.1``, ``HP-E14`` or ``192.168.0.1`` (word pieces joined by ``-./:`` with
+at least one digit) is also indexed whole, and ``ERR_4021`` also as ``err`` + ``4021``.
+A query for the exact code therefore matches the chunk holding it with the code's (high)
+IDF, while "error 4021" still finds it through the parts.
+
+A document is analyzed in its own language (:class:`MultiAnalyzer`); a query is analyzed
+in every language present in the collection and the term sets are unioned.
 """
 
 from __future__ import annotations
@@ -17,66 +26,133 @@ from functools import lru_cache
 from ..core.errors import ConfigError
 from .stopwords import STOPWORDS
 
-# Words are runs of letters/digits, joined by inner apostrophes or hyphens are split.
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CODE = re.compile(r"\w+(?:[-./:]\w+)+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9\u00C0-\u024F\u0400-\u04FF])")
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs al fig figs eq eqs no nos dr mr mrs ms prof st inc ltd co approx ca cf".split()
 )
+UKRAINIAN = "ukrainian"
+PLAIN = "plain"
+
+
+def _normalize(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 class Analyzer:
     """Turns text into index terms for one language.
 
-    ``language`` is a PyStemmer algorithm name (``english``, ``hungarian``, ...).
+    ``language`` is a PyStemmer algorithm name (``english``, ``hungarian``, ...),
+    ``ukrainian`` (light suffix stripping) or ``plain`` (no stemming, no stop words).
     Stemming results are cached per word: the same word always maps to the same term.
     """
 
     def __init__(self, language: str = "english") -> None:
         import Stemmer  # PyStemmer; light, but keep `import ragline` free of it
 
-        if language not in Stemmer.algorithms():
-            raise ConfigError(
-                f"no stemmer for language {language!r}; choose one of: "
-                + ", ".join(sorted(Stemmer.algorithms()))
-            )
         self.language = language
-        self._stemmer = Stemmer.Stemmer(language)
+        self._stem_word = None
+        if language == UKRAINIAN:
+            from .ukrainian import stem_uk
+
+            self._stem_word = stem_uk
+        elif language != PLAIN:
+            if language not in Stemmer.algorithms():
+                raise ConfigError(
+                    f"no stemmer for language {language!r}; choose one of: "
+                    + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, PLAIN]))
+                )
+            self._stem_word = Stemmer.Stemmer(language).stemWord
         self._stop = STOPWORDS.get(language, frozenset())
         self._stem_cache: dict[str, str] = {}
 
     @property
     def name(self) -> str:
         """Identity stored with a collection: changing it means re-indexing."""
-        return f"snowball-{self.language}-v1"
+        return f"snowball-{self.language}-v2"
 
     def words(self, text: str) -> list[str]:
         """Normalized, case-folded words of ``text`` (before stop words and stemming)."""
-        return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+        return _WORD.findall(_normalize(text))
+
+    def _stem(self, w: str) -> str:
+        t = self._stem_cache.get(w)
+        if t is None:
+            t = self._stem_word(w) if self._stem_word is not None else w
+            if len(self._stem_cache) < 500_000:
+                self._stem_cache[w] = t
+        return t
 
     def terms(self, text: str) -> list[str]:
-        """Index terms in order of occurrence (duplicates kept)."""
+        """Index terms in order of occurrence (duplicates kept), exact codes added."""
+        norm = _normalize(text)
         out: list[str] = []
-        cache = self._stem_cache
-        for w in self.words(text):
-            if w in self._stop or (len(w) == 1 and not w.isdigit()):
-                continue
-            t = cache.get(w)
-            if t is None:
-                t = self._stemmer.stemWord(w)
-                if len(cache) < 500_000:
-                    cache[w] = t
-            out.append(t)
+        for w in _WORD.findall(norm):
+            if "_" in w and any(c.isdigit() for c in w):
+                out.append(w)  # ERR_4021 exactly, and its parts below
+                parts = [p for p in w.split("_") if p]
+            else:
+                parts = [w]
+            for p in parts:
+                if p in self._stop or (len(p) == 1 and not p.isdigit()):
+                    continue
+                out.append(self._stem(p))
+        for m in _CODE.finditer(norm):
+            code = m.group(0)
+            if any(c.isdigit() for c in code):
+                out.append(code)
         return out
 
     def term_frequencies(self, text: str) -> Counter[str]:
         return Counter(self.terms(text))
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def get_analyzer(language: str = "english") -> Analyzer:
     """The shared analyzer for ``language`` (one per process)."""
     return Analyzer(language)
+
+
+def analyzer_for_iso(code: str | None, default: str = "english") -> Analyzer:
+    """The analyzer for an ISO 639-1 language code; unknown or undetermined → ``default``."""
+    from .language import SNOWBALL_BY_ISO
+
+    c = (code or "").lower()
+    if c == "uk":
+        return get_analyzer(UKRAINIAN)
+    name = SNOWBALL_BY_ISO.get(c)
+    return get_analyzer(name) if name else get_analyzer(default)
+
+
+class MultiAnalyzer:
+    """Per-document language analysis for a collection.
+
+    Documents are analyzed with the analyzer of their language (``default`` when it is
+    unknown); queries with each language of the collection, terms unioned.
+    """
+
+    def __init__(self, default: str = "english") -> None:
+        self.default = default
+        get_analyzer(default)  # validate early
+
+    @property
+    def name(self) -> str:
+        return f"multilingual-v2:{self.default}"
+
+    def for_language(self, code: str | None) -> Analyzer:
+        return analyzer_for_iso(code, self.default)
+
+    def terms(self, text: str, language: str | None = None) -> list[str]:
+        return self.for_language(language).terms(text)
+
+    def query_terms(self, text: str, languages: Iterable[str | None] = ()) -> list[str]:
+        seen: dict[str, None] = {}
+        analyzers = {id(a): a for a in (self.for_language(code) for code in [*languages, None])}
+        for a in analyzers.values():
+            for t in a.terms(text):
+                seen.setdefault(t, None)
+        return list(seen)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -231,18 +231,18 @@ class Ingestor:
                 )
             return
         for p in pending:
+            meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
+            language = _language(p.parsed, meta)
+            meta.setdefault("language", language)
             prepared = [
                 PreparedChunk(
                     chunk=c,
                     embedding=vectors.get(text_hash(c.indexed_text)),
-                    terms=Counter(self.analyzer.terms(c.indexed_text)),
+                    terms=Counter(self.analyzer.terms(c.indexed_text, language)),
                     text_hash=text_hash(c.indexed_text),
                 )
                 for c in p.chunks
             ]
-            meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
-            language = _language(p.parsed, meta)
-            meta.setdefault("language", language)
             try:
                 write_document(
                     self.db,

@@ -100,7 +100,7 @@ class HtmlParser:
         collector = BlockCollector()
         metadata: dict[str, Any] = {"encoding": decoded.encoding}
         try:
-            root = _parse_tree(_drop_internal_subset(decoded.text), path)
+            root = _parse_tree(_drop_internal_subset(decoded.text))
             if root is not None:
                 _Walker(collector).container(_main_content(root))
                 title, source = _title(root, collector)
@@ -109,8 +109,6 @@ class HtmlParser:
                     metadata["language"] = lang.strip()
             else:
                 title, source = "", "filename"
-        except ParseError:
-            raise
         except RecursionError:
             raise ParseError(
                 str(path), "could not parse as HTML: elements are nested too deeply"
@@ -132,7 +130,11 @@ def _drop_internal_subset(text: str) -> str:
     return f"{text[: match.start()]}{match.group(1).rstrip()}>{text[match.end() :]}"
 
 
-def _parse_tree(text: str, path: Path) -> Element | None:
+class _LimitExceeded(ValueError):
+    """libxml2 hit one of its resource limits and dropped the rest of the page."""
+
+
+def _parse_tree(text: str) -> Element | None:
     from lxml import etree
 
     # Already decoded: hand libxml2 UTF-8 and tell it so, so a stale <meta charset> or XML
@@ -150,7 +152,7 @@ def _parse_tree(text: str, path: Path) -> Element | None:
                 if match
                 else f"the page exceeds the HTML parser's limits ({error.message.strip()})"
             )
-            raise ParseError(str(path), f"could not parse as HTML: {what}")
+            raise _LimitExceeded(what)
     return root
 
 

@@ -27,6 +27,12 @@ _FRONT_MATTER_OPEN = re.compile(r"\A---[ \t]*\n")
 _FRONT_MATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _HTML_TAG_RE = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
 
+MAX_NESTING = 50
+"""Deepest nesting of block quotes, lists and inline markup that is read. Deeper input is
+refused: markdown-it silently drops what lies below its nesting limit."""
+MAX_FRONT_MATTER_VALUES = 10_000
+"""Most values (counting each use of a YAML alias) the front matter may expand to."""
+
 
 class MarkdownParser:
     """Parses ``text/markdown`` into heading, paragraph, list, table and code blocks."""
@@ -38,7 +44,13 @@ class MarkdownParser:
         require_text(decoded.text, path)
         front_matter, body = split_front_matter(decoded.text, path)
         try:
-            root = _syntax_tree(body)
+            root = _syntax_tree(body, path)
+        except ParseError:
+            raise
+        except RecursionError:
+            raise ParseError(
+                str(path), "could not parse as Markdown: the text is nested too deeply"
+            ) from None
         except Exception as exc:  # markdown-it should not fail; never leak a traceback
             raise ParseError(str(path), f"could not parse as Markdown: {exc}") from exc
         collector = BlockCollector()
@@ -77,6 +89,10 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str]:
     raw = text[opening.end() : closing.start()]
     try:
         loaded = yaml.safe_load(raw)
+    except RecursionError:
+        raise ParseError(
+            str(path), "invalid YAML front matter: nested too deeply; simplify it or remove it"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -90,16 +106,54 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str]:
         loaded = {}
     if not isinstance(loaded, dict):
         return {}, text
+    _check_expansion(loaded, path)
     body = text[closing.end() :].lstrip("\n")
     return {str(k): v for k, v in loaded.items()}, body
 
 
-def _syntax_tree(text: str) -> SyntaxTreeNode:
+def _check_expansion(loaded: Any, path: Path) -> None:
+    """Refuse front matter that YAML aliases expand into a huge (or endless) structure:
+    ``a: &a [x, x]`` / ``b: &b [*a, *a]`` ... is small on disk and exponential in memory."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(loaded, 0)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_FRONT_MATTER_VALUES or depth > MAX_NESTING:
+            raise ParseError(
+                str(path),
+                f"invalid YAML front matter: it expands to more than "
+                f"{MAX_FRONT_MATTER_VALUES:,} values or {MAX_NESTING} levels (YAML aliases "
+                "that repeat or contain each other); simplify it or remove it",
+            )
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple, set)):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _syntax_tree(text: str, path: Path) -> SyntaxTreeNode:
     from markdown_it import MarkdownIt
     from markdown_it.tree import SyntaxTreeNode
 
-    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    return SyntaxTreeNode(md.parse(text))
+    md = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
+    tokens = md.parse(text)
+    deepest = 0
+    for token in tokens:
+        deepest = max(deepest, token.level)
+        inline = 0
+        for child in token.children or ():
+            inline += child.nesting
+            deepest = max(deepest, inline)
+    # markdown-it stops (silently) at MAX_NESTING; a token one level short of it means
+    # that content below may have been dropped.
+    if deepest >= MAX_NESTING - 1:
+        raise ParseError(
+            str(path),
+            f"could not parse as Markdown: block quotes, lists or emphasis are nested "
+            f"{MAX_NESTING} or more levels deep; flatten the nesting",
+        )
+    return SyntaxTreeNode(tokens)
 
 
 def _walk(node: SyntaxTreeNode, out: BlockCollector, *, in_quote: bool) -> None:

@@ -55,9 +55,28 @@ class HybridSearcher:
         self.embedder = embedder
         self.analyzer = analyzer
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragline-leg")
+        self._lang_cache: dict[str, tuple[float, tuple[str, ...]]] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
+
+    def _languages(self, tenant: str) -> tuple[str, ...]:
+        """Languages of the tenant's documents (cached ~10 s): a query is analyzed in each."""
+        now = time.monotonic()
+        hit = self._lang_cache.get(tenant)
+        if hit and now - hit[0] < 10.0:
+            return hit[1]
+        with self.db.connection() as conn:
+            langs = tuple(
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT language FROM documents WHERE collection_id = %s AND tenant = %s "
+                    "AND is_current AND language IS NOT NULL",
+                    (self.collection.id, tenant),
+                )
+            )
+        self._lang_cache[tenant] = (now, langs)
+        return langs
 
     def _bm25(
         self, query: str, principal: Principal, n: int, p: SearchParams
@@ -66,7 +85,7 @@ class HybridSearcher:
         res = bm25_search(
             self.db,
             self.collection,
-            self.analyzer.terms(query),
+            self.analyzer.query_terms(query, self._languages(principal.tenant)),
             principal,
             n,
             p.bm25,

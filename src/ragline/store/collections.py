@@ -94,4 +94,10 @@ def ensure_collection(
             f"it cannot be used with {embedder!r} ({dim}-d). Use that embedder, or ingest into "
             "another collection (--collection NAME)"
         )
+    if col.analyzer != analyzer:
+        raise ConfigError(
+            f"collection {name!r} was indexed with analyzer {col.analyzer!r}, this ragline uses "
+            f"{analyzer!r}; its BM25 terms would not match. Ingest into a new collection "
+            "(--collection NAME) or delete the old one"
+        )
     return col
