@@ -258,6 +258,34 @@ class Index:
         """A cited answer from the caller's permitted documents, or an abstention."""
         from .generate import ExtractiveAnswerer
 
+        ctx = self.context(
+            question, tenant=tenant, groups=groups, k=k, mode=mode, filters=filters, reorder=False
+        )
+        hits = ctx.passages
+        kwargs = (
+            {}
+            if self.settings.min_evidence is None
+            else {"min_evidence": self.settings.min_evidence}
+        )
+        return ExtractiveAnswerer(language=self.settings.language, **kwargs).answer(question, hits)
+
+    def context(
+        self,
+        question: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        k: int | None = None,
+        mode: str = "hybrid",
+        filters: Mapping[str, Any] | Filters | None = None,
+        reorder: bool = True,
+    ) -> Any:
+        """The passages a generator reads: top hits widened by their neighbour chunks,
+        at most ``context_max_per_doc`` per document, within ``context_tokens``."""
+        from .retrieve.context import assemble
+        from .store.search import neighbor_chunks
+
+        principal = _principal(tenant, groups)
         hits = self.search(
             question,
             tenant=tenant,
@@ -266,12 +294,15 @@ class Index:
             mode=mode,
             filters=filters,
         )
-        kwargs = (
-            {}
-            if self.settings.min_evidence is None
-            else {"min_evidence": self.settings.min_evidence}
+        return assemble(
+            hits,
+            count_tokens=self.embedder.count_tokens,
+            token_budget=self.settings.context_tokens,
+            window=self.settings.context_window,
+            max_per_doc=self.settings.context_max_per_doc,
+            neighbors=lambda spots, w: neighbor_chunks(self.db, principal, spots, w),
+            reorder=reorder,
         )
-        return ExtractiveAnswerer(language=self.settings.language, **kwargs).answer(question, hits)
 
     # -- admin ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -34,6 +34,8 @@ _ABBREVIATIONS = frozenset(
 )
 UKRAINIAN = "ukrainian"
 PLAIN = "plain"
+STOPWORDS_ONLY = frozenset({"slovak"})  # stop words but no Snowball stemmer: no stemming
+_NO_SNOWBALL_ISO = {"sk": "slovak"}
 
 
 def _normalize(text: str) -> str:
@@ -57,7 +59,7 @@ class Analyzer:
             from .ukrainian import stem_uk
 
             self._stem_word = stem_uk
-        elif language != PLAIN:
+        elif language != PLAIN and language not in STOPWORDS_ONLY:
             if language not in Stemmer.algorithms():
                 raise ConfigError(
                     f"no stemmer for language {language!r}; choose one of: "
@@ -121,7 +123,7 @@ def analyzer_for_iso(code: str | None, default: str = "english") -> Analyzer:
     c = (code or "").lower()
     if c == "uk":
         return get_analyzer(UKRAINIAN)
-    name = SNOWBALL_BY_ISO.get(c)
+    name = SNOWBALL_BY_ISO.get(c) or _NO_SNOWBALL_ISO.get(c)
     return get_analyzer(name) if name else get_analyzer(default)
 
 

@@ -41,6 +41,13 @@ class Settings(BaseModel):
         default=0.85, gt=0.0, le=1.0, description="near-duplicate collapse; null: off"
     )
     answer_passages: int = Field(default=5, ge=1)
+    context_window: int = Field(
+        default=1, ge=0, description="neighbour chunks added on each side of a hit"
+    )
+    context_max_per_doc: int = Field(default=3, ge=1)
+    context_tokens: int = Field(
+        default=1500, ge=64, description="token budget of the packed context"
+    )
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
     keep_versions: int = Field(
         default=0,

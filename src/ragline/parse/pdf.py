@@ -11,10 +11,11 @@ and finds ruled tables. From those:
 * **Tables** (ruled, found by pdfplumber; merged cells repeated) become Markdown tables,
   and their text is not repeated as paragraphs.
 * **Headings** are lines larger than the body text, or short lines wholly bold or italic;
-  their level comes from the bookmarks when a line matches one, else from a ``1.2.3``
-  numbering, else from their font size. Lines set in a monospaced font are code; lines
-  starting with a bullet or a number are lists; ``Figure 3 ...`` / ``Table 2 ...`` are
-  captions.
+  their level comes from the bookmarks when a line matches one, else from the rank of
+  their font size (among sizes that head sections on two or more pages, so a giant cover
+  word does not push every chapter down) and their ``1.2.3`` numbering depth. Lines set
+  in a monospaced font are code; lines starting with a bullet or a number are lists;
+  ``Figure 3 ...`` / ``Table 2 ...`` are captions.
 * **Page furniture** is dropped: lines that repeat at the same place on several pages
   (digits ignored), page numbers (``7``, ``Page 7 of 9``, ``- 7 -``) and running heads
   that pair a title with a page number at the edge of the page, and text on pictures.
@@ -24,9 +25,11 @@ and finds ruled tables. From those:
 * Right-to-left lines (Arabic, Hebrew) are put back into logical order.
 
 Pages without a text layer are listed in ``metadata["pages_without_text"]``; when
-:mod:`ragline.parse.ocr` is installed they are rendered at 300 dpi and recognised.
-Work per page is bounded: a page with too many characters or objects for layout analysis
-is read as plain text by pdfium and listed in ``metadata["pages_plain_text"]``.
+:mod:`ragline.parse.ocr` is present they are rendered at 300 dpi and recognised
+(``ocr_pages``; a failure is reported in ``ocr_error``). Work per page is bounded: a page
+with too many characters or drawing objects (form XObjects included) for layout analysis,
+or one pdfminer fails on (``page_errors``), is read as plain text by pdfium and listed in
+``pages_plain_text``. The geometry lives in :mod:`ragline.parse.pdf_layout`.
 """
 
 from __future__ import annotations
@@ -392,12 +395,15 @@ class _Builder:
             if self.plumber is None:
                 self.metadata.setdefault("pages_plain_text", []).append(index + 1)
                 return Page(index + 1, width, height, plain=textpage.get_text_range())
+            layout = self.plumber.pages[index]
             try:
-                return extract_page(self.plumber.pages[index], index + 1)
+                return extract_page(layout, index + 1)
             except Exception as exc:  # pdfminer failed on this page: keep pdfium's text
                 self.metadata.setdefault("page_errors", {})[index + 1] = str(exc)[:200]
                 self.metadata.setdefault("pages_plain_text", []).append(index + 1)
                 return Page(index + 1, width, height, plain=textpage.get_text_range())
+            finally:
+                layout.close()  # drop pdfminer's objects: memory stays flat on long files
         finally:
             textpage.close()
             page.close()

@@ -209,3 +209,30 @@ def to_hits(
         ranks[stage] = rank
         hits.append(Hit(score=score, rank=len(hits) + 1, scores=scores, ranks=ranks, **row))
     return hits
+
+
+def neighbor_chunks(
+    db: Database, principal: Principal, spots: Sequence[tuple[int, int]], window: int
+) -> dict[int, list[tuple[int, int, int, int, str]]]:
+    """For (document id, ordinal) spots, the permitted chunks within ±``window`` ordinals.
+
+    Returns document id → sorted ``(ordinal, chunk id, char_start, char_end, text)``.
+    """
+    acl, acl_params = acl_sql(principal, "c")
+    if not spots or window < 0:
+        return {}
+    docs = sorted({d for d, _ in spots})
+    lo = {d: min(o for dd, o in spots if dd == d) - window for d in docs}
+    hi = {d: max(o for dd, o in spots if dd == d) + window for d in docs}
+    with db.connection() as conn:
+        rows = conn.execute(
+            f"""SELECT c.document_id, c.ordinal, c.id, c.char_start, c.char_end, c.text
+            FROM chunks c JOIN unnest(%(docs)s::bigint[], %(lo)s::int[], %(hi)s::int[]) AS w(doc, lo, hi)
+              ON c.document_id = w.doc AND c.ordinal BETWEEN w.lo AND w.hi
+            WHERE {acl} ORDER BY c.document_id, c.ordinal""",
+            {"docs": docs, "lo": [lo[d] for d in docs], "hi": [hi[d] for d in docs], **acl_params},
+        ).fetchall()
+    out: dict[int, list[tuple[int, int, int, int, str]]] = {}
+    for doc, ordinal, cid, start, end, text in rows:
+        out.setdefault(int(doc), []).append((ordinal, int(cid), start, end, text))
+    return out
