@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
+import sys
 
 import numpy as np
 import pytest
@@ -13,6 +15,17 @@ from ragline.embed.openai_api import EmbeddingAPIError, OpenAIEmbeddingsAPI, est
 from . import FakeEmbeddingServer
 
 SECRET = "sk-test-SECRET-0123456789"
+
+
+# the client uses httpx when it is installed, else urllib: test each one present
+TRANSPORTS = ["urllib"] + (["httpx"] if importlib.util.find_spec("httpx") else [])
+
+
+@pytest.fixture(autouse=True, params=TRANSPORTS)
+def transport(request, monkeypatch):
+    if request.param == "urllib":
+        monkeypatch.setitem(sys.modules, "httpx", None)  # import httpx → ImportError
+    return request.param
 
 
 @pytest.fixture()

@@ -67,7 +67,7 @@ def find_model_file(root: Path) -> Path:
 
 def read_pooling(root: Path) -> str:
     """The pooling mode the directory declares (``mean`` when it declares none)."""
-    pool_dir = root / "1_Pooling"
+    pool_dir: Path | None = root / "1_Pooling"
     modules = root / "modules.json"
     if modules.is_file():
         pool_dir = None
@@ -82,6 +82,7 @@ def read_pooling(root: Path) -> str:
                 )
         if pool_dir is None:
             return "mean"
+    assert pool_dir is not None
     cfg_file = pool_dir / "config.json"
     if not cfg_file.is_file():
         if modules.is_file():
@@ -224,7 +225,10 @@ class OnnxDirEmbedder:
 
     def _declared_dim(self) -> int | None:
         pool = self.path / "1_Pooling" / "config.json"
-        for f, key in ((pool, "word_embedding_dimension"), (self.path / "config.json", "hidden_size")):
+        for f, key in (
+            (pool, "word_embedding_dimension"),
+            (self.path / "config.json", "hidden_size"),
+        ):
             if f.is_file():
                 n = _read_json(f).get(key)
                 if isinstance(n, int) and n > 0:

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import ConfigError, RaglineError
 
@@ -49,7 +49,9 @@ def estimate_tokens(text: str) -> int:
     return max(math.ceil(len(text.split()) * 1.3), math.ceil(len(text.encode("utf-8")) / 4))
 
 
-def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, dict[str, str], bytes]:
+def _post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, dict[str, str], bytes]:
     """One POST: (status, lower-cased headers, body). Raises OSError when unreachable."""
     try:
         import httpx

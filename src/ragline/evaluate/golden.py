@@ -29,6 +29,7 @@ class GoldenQuestion:
     question: str
     relevant: tuple[tuple[str, str], ...]  # (source file name, quote)
     answerable: bool
+    language: str | None = None
 
 
 def _norm(text: str) -> str:
@@ -48,7 +49,11 @@ def load_questions(path: Path) -> list[GoldenQuestion]:
             obj = json.loads(line)
             rel = tuple((str(r["source"]), str(r["quote"])) for r in obj.get("relevant", []))
             q = GoldenQuestion(
-                str(obj["id"]), str(obj["question"]), rel, bool(obj.get("answerable", bool(rel)))
+                str(obj["id"]),
+                str(obj["question"]),
+                rel,
+                bool(obj.get("answerable", bool(rel))),
+                obj.get("language"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(
@@ -118,15 +123,24 @@ def evaluate_golden(
         dedup_threshold=None,
     )
     result: dict[str, Any] = {"stages": {}}
+    runs: dict[str, dict[str, list[str]]] = {}
     for stage in stages:
         run = {}
         for q in answerable:
             res = index.searcher.search(q.question, Principal(), k=depth, mode=stage, params=params)
             run[q.id] = _judge(res.hits, q)
-        result["stages"][stage] = {
-            m: round(v, 4) if isinstance(v, float) else v
-            for m, v in evaluate_run(run, qrels, GOLDEN_METRICS).items()
-        }
+        runs[stage] = run
+        result["stages"][stage] = _rounded(evaluate_run(run, qrels, GOLDEN_METRICS))
+    languages = sorted({q.language for q in answerable if q.language})
+    if languages:
+        result["languages"] = {}
+        for lang in languages:
+            ids = {q.id for q in answerable if q.language == lang}
+            sub = {i: qrels[i] for i in ids}
+            result["languages"][lang] = {
+                stage: _rounded(evaluate_run({i: runs[stage][i] for i in ids}, sub, GOLDEN_METRICS))
+                for stage in stages
+            }
     headline = "hybrid" if "hybrid" in result["stages"] else stages[-1]
     result.update(result["stages"][headline])
     result.update(
@@ -142,6 +156,10 @@ def evaluate_golden(
     return result
 
 
+def _rounded(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {m: round(v, 4) if isinstance(v, float) else v for m, v in metrics.items()}
+
+
 def render_table(result: dict[str, Any]) -> str:
     stages = list(result["stages"])
     metrics = [m for m in GOLDEN_METRICS]
@@ -149,6 +167,9 @@ def render_table(result: dict[str, Any]) -> str:
     lines = ["metric".ljust(width) + "".join(s.rjust(10) for s in stages)]
     for m in metrics:
         lines.append(m.ljust(width) + "".join(f"{result['stages'][s][m]:10.4f}" for s in stages))
+    for lang, per in result.get("languages", {}).items():
+        for m in ("recall@5", "mrr@10"):
+            lines.append(f"{lang} {m}".ljust(width) + "".join(f"{per[s][m]:10.4f}" for s in stages))
     lines.append(
         f"{result['queries']} answerable questions ({result['unanswerable']} unanswerable not scored)"
     )
