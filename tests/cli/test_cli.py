@@ -201,15 +201,43 @@ def test_parse_shows_what_was_extracted(run):
 
 
 def test_eval_golden_per_stage(run, tmp_path):
-    out = json.loads(run("eval", "golden", "--docs", str(EXAMPLES), "--questions",
-                         str(REPO / "examples" / "questions.jsonl"), "--json").output)
-    for key in ("recall@5", "recall@10", "recall@100", "precision@5", "mrr@10", "ndcg@10", "map@100", "queries"):
+    out = json.loads(
+        run(
+            "eval",
+            "golden",
+            "--docs",
+            str(EXAMPLES),
+            "--questions",
+            str(REPO / "examples" / "questions.jsonl"),
+            "--json",
+        ).output
+    )
+    for key in (
+        "recall@5",
+        "recall@10",
+        "recall@100",
+        "precision@5",
+        "mrr@10",
+        "ndcg@10",
+        "map@100",
+        "queries",
+    ):
         assert key in out
     assert out["queries"] == 20 and out["not_chunked"] == []
     assert set(out["stages"]) == {"bm25", "vector", "hybrid"}
     assert out["recall@10"] >= 0.9  # measured 1.0 for hybrid
-    assert out["stages"]["hybrid"]["mrr@10"] >= max(out["stages"]["bm25"]["mrr@10"], out["stages"]["vector"]["mrr@10"]) - 0.05
-    table = run("eval", "golden", "--docs", str(EXAMPLES), "--questions", str(REPO / "examples" / "questions.jsonl")).output
+    assert (
+        out["stages"]["hybrid"]["mrr@10"]
+        >= max(out["stages"]["bm25"]["mrr@10"], out["stages"]["vector"]["mrr@10"]) - 0.05
+    )
+    table = run(
+        "eval",
+        "golden",
+        "--docs",
+        str(EXAMPLES),
+        "--questions",
+        str(REPO / "examples" / "questions.jsonl"),
+    ).output
     assert "hybrid" in table and "ndcg@10" in table
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n')

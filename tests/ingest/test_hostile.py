@@ -15,8 +15,11 @@ The whole batch is ingested once per module, through the real :class:`ragline.In
 
 from __future__ import annotations
 
+import os
 import re
 import resource
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +30,15 @@ import pytest
 
 from ragline.core import errors as E
 from ragline.ingest.sources import doc_key_for
-from tests.ingest.hostile_files import CASES, Hostile, generate, write_good
+from tests.ingest.hostile_files import (
+    CASES,
+    MB,
+    Hostile,
+    generate,
+    many_paragraphs,
+    words,
+    write_good,
+)
 
 PARSE_TIMEOUT_S = 20
 PARSE_MEMORY_MB = 1024
@@ -96,7 +107,18 @@ def ingested(pg_url: str, batch: Batch) -> Iterator[Ingested]:
 
 
 def _case_ids() -> list[Any]:
-    return [pytest.param(c.name, id=c.name.split()[0]) for c in CASES]
+    return [
+        pytest.param(
+            c.name,
+            id=c.name.split()[0],
+            marks=[pytest.mark.xfail(strict=True, reason=c.known_bug)] if c.known_bug else [],
+        )
+        for c in CASES
+    ]
+
+
+def _known_bugs(batch: Batch) -> set[str]:
+    return {n for n, c in batch.cases.items() if c.known_bug}
 
 
 def test_at_least_25_hostile_files(batch: Batch) -> None:
@@ -112,14 +134,12 @@ def test_each_hostile_file_has_its_outcome(ingested: Ingested, name: str) -> Non
     case = batch.cases.get(name)
     if case is None:
         pytest.skip(f"{name}: its generator is unavailable here (pypdf missing)")
-    failed = {f.source: f for f in report.failed}
-    source = str(batch.path(name).resolve()) if name != "loop.md" else str(batch.path(name))
-    key = batch.key(name) if name != "loop.md" else None
+    failed = {Path(f.source).name: f for f in report.failed}
     if case.outcome == "added":
-        assert key in report.added, f"{name} ({case.what}) was not indexed: {failed.get(source)}"
+        assert batch.key(name) in report.added, f"{name} ({case.what}): {failed.get(name)}"
         return
-    assert source in failed, f"{name} ({case.what}) did not fail; report: {report.to_dict()}"
-    failure = failed[source]
+    assert name in failed, f"{name} ({case.what}) did not fail; report: {report.to_dict()}"
+    failure = failed[name]
     assert failure.error in case.errors, f"{name}: {failure}"
     error_class = getattr(E, failure.error)
     assert issubclass(error_class, E.ParseError)
@@ -134,13 +154,13 @@ def test_every_file_accounted_for_once(ingested: Ingested) -> None:
     assert sorted(failed + added) == sorted([*batch.cases, *batch.good])
     assert not report.skipped and not report.updated and not report.unchanged
     expected_failed = {n for n, c in batch.cases.items() if c.outcome == "failed"}
-    assert set(failed) == expected_failed
+    assert set(failed) - _known_bugs(batch) == expected_failed
 
 
 def test_good_files_indexed_and_searchable(ingested: Ingested) -> None:
     batch, report, index = ingested.batch, ingested.report, ingested.index
     searchable = dict(batch.good)
-    searchable.update({n: c.word for n, c in batch.cases.items() if c.word})
+    searchable.update({n: c.word for n, c in batch.cases.items() if c.word and not c.known_bug})
     for name, word in searchable.items():
         key = batch.key(name)
         assert key in report.added, name
@@ -151,7 +171,7 @@ def test_good_files_indexed_and_searchable(ingested: Ingested) -> None:
 
 
 def test_nothing_from_rejected_files_is_stored(ingested: Ingested) -> None:
-    batch, report = ingested.batch, ingested.report
+    report = ingested.report
     with ingested.index.db.connection() as conn:
         stored = {r[0] for r in conn.execute("SELECT doc_key FROM documents")}
         orphans = conn.execute(
@@ -200,20 +220,114 @@ def test_parent_survives_within_memory(ingested: Ingested) -> None:
     assert not workers, "parse workers outlived the batch"
 
 
+def _chunk_stats(index: Any, key: str) -> tuple[int, int, int]:
+    with index.db.connection() as conn:
+        return conn.execute(
+            "SELECT count(*), max(length(c.text)), max(c.token_count) FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.doc_key = %s",
+            (key,),
+        ).fetchone()
+
+
 def test_big_legitimate_files_are_chunked_within_limits(ingested: Ingested) -> None:
-    """The 10 MB lines and the million lines are stored as many bounded chunks."""
+    """The 10 MB lines and the million lines are stored as bounded chunks, all of them."""
     batch, index = ingested.batch, ingested.index
     limit = index.settings.chunk_max_tokens
-    with index.db.connection() as conn:
-        for name in ("long_line.txt", "long_line.html", "long_token.txt", "many_lines.txt"):
-            n, longest, most_tokens = conn.execute(
-                "SELECT count(*), max(length(c.text)), max(c.token_count) FROM chunks c "
-                "JOIN documents d ON d.id = c.document_id WHERE d.doc_key = %s",
-                (batch.key(name),),
-            ).fetchone()
-            assert n > 10, name
-            assert longest < 100_000, (name, longest)
-            assert most_tokens <= limit, (name, most_tokens)
+    for name, least in (("long_line.txt", 20), ("long_line.html", 20), ("many_lines.txt", 100)):
+        n, longest, most_tokens = _chunk_stats(index, batch.key(name))
+        assert n >= least, (name, n)
+        assert longest < 20_000, (name, longest)
+        assert most_tokens <= limit, (name, most_tokens)
+    # text after the 10.5 MB script is there (libxml2 drops it without its huge mode)
+    hits = index.search("floccinaucinihilipilification zygomorphic", mode="bm25", k=5)
+    assert {h.doc_key for h in hits} == {batch.key("long_line.html")}
+
+
+@pytest.mark.slow
+def test_dense_huge_files_are_indexed(pg_url: str, schema: str, tmp_path: Path) -> None:
+    """10 MB of words on one line and a million lines (500k paragraphs) are indexed whole,
+    in bounded chunks, without the parent's memory blowing up (about a minute or two)."""
+    from tests.conftest import make_index
+    from tests.fakes import FakeEmbedder
+
+    (tmp_path / "dense_line.txt").write_bytes(words(10 * MB, 5, "sesquipedalian"))
+    (tmp_path / "million_lines.txt").write_bytes(many_paragraphs(1_000_000))
+    index = make_index(
+        pg_url,
+        schema,
+        embedder=FakeEmbedder(),
+        parse_timeout_s=PARSE_TIMEOUT_S,
+        parse_memory_mb=PARSE_MEMORY_MB,
+    )
+    try:
+        report = index.ingest(tmp_path)
+        assert not report.failed, report.failed
+        assert len(report.added) == 2
+        for name, least in (("dense_line.txt", 5000), ("million_lines.txt", 1000)):
+            n, longest, most_tokens = _chunk_stats(index, doc_key_for(tmp_path / name))
+            assert n >= least and longest < 20_000, (name, n, longest)
+            assert most_tokens <= index.settings.chunk_max_tokens
+        hits = index.search("p499999", mode="bm25", k=3)
+        assert hits and hits[0].doc_key == doc_key_for(tmp_path / "million_lines.txt")
+    finally:
+        index.close()
+    maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert maxrss_mb < PARENT_MAX_RSS_MB, f"parent peak RSS {maxrss_mb:.0f} MB"
+
+
+# --------------------------------------------------------------------------- known bugs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analysis/analyzer.py: _CODE = r'\\w+(?:[-./:]\\w+)+' backtracks quadratically "
+    "within one long word (20k letters: 8 s, 80k: 160 s), so a file holding a 10 MB word "
+    "never finishes indexing; that runs in the parent, past the parse limits",
+)
+def test_one_huge_word_is_analyzed_in_linear_time() -> None:
+    from ragline.analysis import get_analyzer
+
+    analyzer = get_analyzer("english")
+    analyzer.terms("a" * 100)
+    start = time.perf_counter()
+    analyzer.terms("a" * 10_000)
+    assert time.perf_counter() - start < 0.5
+
+
+def _unblock_fifo(fifo: Path, thread: threading.Thread) -> None:
+    """Give a reader blocked opening ``fifo`` an end of file: open it for writing, close."""
+    while thread.is_alive():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader yet (ENXIO)
+            pass
+        thread.join(0.2)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ingest/sources.py: file_source() opens every file to hash it, in the parent; "
+    "a FIFO (or a link to /dev/zero) found in a folder blocks the whole batch",
+)
+def test_fifo_in_folder_does_not_block_the_batch(pg_url: str, schema: str, tmp_path: Path):
+    from tests.conftest import make_index
+    from tests.fakes import FakeEmbedder
+
+    write_good(tmp_path)
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    index = make_index(pg_url, schema, embedder=FakeEmbedder(), parse_timeout_s=5)
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(report=index.ingest(tmp_path)))
+    thread.start()
+    thread.join(5)
+    blocked = thread.is_alive()
+    _unblock_fifo(fifo, thread)
+    thread.join()
+    index.close()
+    assert not blocked, "a FIFO in the folder blocked the batch"
+    failed = {Path(f.source).name: f for f in result["report"].failed}
+    assert "not a regular file" in failed["pipe.txt"].reason
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -247,3 +361,23 @@ def test_cli_parse(batch: Batch, name: str) -> None:
     assert result.stdout == ""
     assert result.stderr.startswith("error: "), result.stderr
     assert re.search(case.reason, result.stderr, re.IGNORECASE), result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_cli_parse_refuses_fifo_and_device(tmp_path: Path, kind: str) -> None:
+    """Reading a FIFO would block forever, /dev/zero would never end."""
+    from click.testing import CliRunner
+
+    from ragline.cli.main import cli
+
+    if kind == "fifo":
+        path = tmp_path / "pipe.md"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+        if not path.exists():
+            pytest.skip("no /dev/zero here")
+    result = CliRunner().invoke(cli, ["parse", str(path)])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: ") and "not a regular file" in result.stderr
+    assert "Traceback" not in result.output

