@@ -11,10 +11,11 @@ recorded in the report and the rest goes on.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import EmptyDocumentError, ParseError, RaglineError
@@ -81,6 +82,39 @@ class _Pending:
     parsed: ParsedDocument
     chunks: list[Chunk]
     is_update: bool
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _CONTROL.sub("", value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clean(v) for v in value)
+    return value
+
+
+def sanitize(parsed: ParsedDocument) -> ParsedDocument:
+    """Drop control characters (NUL above all: PostgreSQL text cannot hold it) that a
+    parser let through, from block texts, title and metadata, before chunking."""
+    blocks = tuple(
+        replace(
+            b,
+            text=_CONTROL.sub("", b.text),
+            heading_path=tuple(_CONTROL.sub("", h) for h in b.heading_path),
+        )
+        for b in parsed.blocks
+    )
+    blocks = tuple(b for b in blocks if b.text.strip())
+    return replace(
+        parsed,
+        title=_CONTROL.sub("", parsed.title),
+        blocks=blocks,
+        metadata=_clean(dict(parsed.metadata)),
+    )
 
 
 def _language(parsed: ParsedDocument, meta: dict[str, Any]) -> str:
@@ -182,6 +216,7 @@ class Ingestor:
                 try:
                     if isinstance(parsed, Exception):
                         raise parsed
+                    parsed = sanitize(parsed)
                     chunks = self.chunker.chunk(parsed)
                     if not chunks:
                         raise EmptyDocumentError(src.source_uri, "no text to index after parsing")
