@@ -27,31 +27,85 @@ class Index:
 
     def __init__(self, settings: Settings, *, embedder: Any = None) -> None:
         from .analysis.analyzer import MultiAnalyzer
-        from .chunk import SectionChunker
-        from .embed import get_embedder
-        from .store.collections import ensure_collection
+        from .store.collections import find_collection
         from .store.db import resolve_database
 
         self.settings = settings
         self.db = resolve_database(
             settings.database_url or settings.data_dir, schema=settings.db_schema
         )
-        self.embedder = embedder or get_embedder(settings.embedder)
         self.analyzer = MultiAnalyzer(settings.language)
+        self.collection: Any = None
+        self.embedder: Any = None
+        self.chunker: Any = None
+        self._searcher: Any = None
+        existing = find_collection(self.db, settings.collection)
+        if embedder is not None:
+            self._bind(embedder)
+        elif settings.embedder != "auto":
+            from .embed import get_embedder
+
+            self._bind(get_embedder(settings.embedder))
+        elif existing is not None:
+            self._bind(_embedder_for(existing.embedder))
+        # else: embedder "auto" on a new collection: chosen from the first documents ingested
+
+    def _bind(self, embedder: Any) -> None:
+        """Fix the embedder (and a chunker sized for it) and open or create the collection."""
+        from .chunk import SectionChunker
+        from .store.collections import ensure_collection
+
+        self.embedder = embedder
         self.chunker = SectionChunker(
-            max_tokens=settings.chunk_max_tokens,
-            overlap_tokens=settings.chunk_overlap_tokens,
-            count_tokens=self.embedder.count_tokens,
+            max_tokens=self.settings.chunk_max_tokens or max(16, embedder.max_tokens - 2),
+            overlap_tokens=self.settings.chunk_overlap_tokens,
+            count_tokens=embedder.count_tokens,
         )
         self.collection = ensure_collection(
             self.db,
-            settings.collection,
-            embedder=self.embedder.model_id,
-            dim=self.embedder.dim,
+            self.settings.collection,
+            embedder=embedder.model_id,
+            dim=embedder.dim,
             analyzer=self.analyzer.name,
             chunker=self.chunker.name,
         )
-        self._searcher: Any = None
+
+    def _require_collection(self) -> None:
+        if self.collection is None:
+            from .core.errors import NotFoundError
+
+            raise NotFoundError(
+                f"collection {self.settings.collection!r} is empty: ingest documents first "
+                "(with embedder 'auto' the model is chosen from the first documents)"
+            )
+
+    def _choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
+        """Embedder 'auto': English first documents → MiniLM, any other language → e5."""
+        import itertools
+
+        from .analysis.language import detect_language
+        from .embed import get_embedder
+        from .ingest.sources import Source
+        from .ingest.workers import ParsePool
+
+        it = iter(sources)
+        head: list[Any] = []
+        sample: list[Any] = []
+        for item in it:
+            head.append(item)
+            if isinstance(item, Source):
+                sample.append(item)
+                if len(sample) >= 5:
+                    break
+        text = ""
+        with ParsePool(**self.settings.parse_options()) as pool:
+            items = ((i, s.path, s.load if s.path is None else None) for i, s in enumerate(sample))
+            for _key, doc in pool.imap(items):
+                if not isinstance(doc, Exception):
+                    text += doc.text[:2000] + "\n\n"
+        lang = detect_language(text).code if text.strip() else "en"
+        self._bind(get_embedder("minilm" if lang in ("en", "und") else "e5"))
+        return itertools.chain(head, it)
 
     # -- ingest ---------------------------------------------------------------------
     def ingest(
@@ -104,6 +158,10 @@ class Index:
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        if self.collection is None:
+            from .ingest.sources import file_source, iter_files
+
+            self._choose_embedder(file_source(p) for p, err in iter_files([folder]) if err is None)
         return sync_folder(
             self._ingestor(on_progress, metadata=metadata),
             Path(folder),
@@ -124,6 +182,8 @@ class Index:
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        if self.collection is None:
+            sources = self._choose_embedder(sources)
         return self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
             sources, owner=owner
         )
@@ -170,6 +230,7 @@ class Index:
         return total
 
     def _keys_for(self, doc: str | Path) -> list[str]:
+        self._require_collection()
         from .ingest.sources import doc_key_for
 
         keys = [str(doc)]
@@ -178,6 +239,8 @@ class Index:
         return list(dict.fromkeys(keys))
 
     def documents(self, *, tenant: str | None = "default") -> list[Any]:
+        if self.collection is None:
+            return []
         from .store.documents import list_documents
 
         return list_documents(self.db, self.collection, tenant)
@@ -185,6 +248,7 @@ class Index:
     # -- query ----------------------------------------------------------------------
     @property
     def searcher(self) -> Any:
+        self._require_collection()
         if self._searcher is None:
             from .retrieve.search import HybridSearcher
 
@@ -306,6 +370,13 @@ class Index:
 
     # -- admin ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
+        if self.collection is None:
+            return {
+                "collection": self.settings.collection,
+                "embedder": "auto (chosen at first ingest)",
+                "documents": 0,
+                "chunks": 0,
+            }
         with self.db.connection() as conn:
             docs, chunks = conn.execute(
                 "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s AND is_current",
@@ -370,3 +441,17 @@ def open(
     if target is not None and not str(target).startswith("postgres"):
         s = s.model_copy(update={"database_url": None})
     return Index(s)
+
+
+def _embedder_for(model_id: str) -> Any:
+    """Rebuild the embedder a collection was created with, from its stored model id."""
+    from .core.errors import ConfigError
+    from .embed import get_embedder
+
+    try:
+        return get_embedder(model_id)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"this collection was built with embedder {model_id!r}; ragline cannot rebuild it from "
+            "the id alone: set RAGLINE_EMBEDDER (or --settings) to the same embedder spec"
+        ) from exc

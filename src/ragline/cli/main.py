@@ -456,6 +456,24 @@ def status(obj: _Ctx, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option(
+    "--embedder",
+    default="auto",
+    show_default=True,
+    help="auto (English first documents: minilm, otherwise e5), minilm, e5, onnx:DIR, openai:MODEL@URL.",
+)
+@_json
+@click.pass_obj
+def init(obj: _Ctx, embedder: str, as_json: bool) -> None:
+    """Create the collection with a chosen embedding model (fixed for its lifetime)."""
+    st = obj.index(embedder=embedder).status()
+    if as_json:
+        _echo_json(st)
+    else:
+        click.echo(f"collection {st['collection']}: embedder {st['embedder']}")
+
+
+@cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--format",

@@ -27,10 +27,13 @@ class Settings(BaseModel):
     )
     db_schema: str = "ragline"
     collection: str = "default"
-    embedder: str = "minilm"
+    embedder: str = Field(
+        default="auto",
+        description="auto (English first documents: minilm, others: e5), minilm, e5, onnx:DIR, openai:MODEL@URL",
+    )
     language: str = "english"
-    chunk_max_tokens: int = Field(
-        default=254, ge=16, description="per chunk incl. header (model max 256 − 2 special)"
+    chunk_max_tokens: int | None = Field(
+        default=None, ge=16, description="per chunk incl. header; default: the embedder's limit - 2"
     )
     chunk_overlap_tokens: int = Field(default=32, ge=0)
     rrf_k: int = Field(default=60, ge=0)

@@ -51,6 +51,12 @@ def get_collection(db: Database, name: str) -> Collection:
         return _row(r)
 
 
+def find_collection(db: Database, name: str) -> Collection | None:
+    with db.connection() as conn:
+        r = conn.execute(f"SELECT {_COLS} FROM collections WHERE name = %s", (name,)).fetchone()
+        return _row(r) if r else None
+
+
 def list_collections(db: Database) -> list[Collection]:
     with db.connection() as conn:
         return [_row(r) for r in conn.execute(f"SELECT {_COLS} FROM collections ORDER BY name")]
