@@ -62,7 +62,7 @@ def eval_retrieval(
     t0 = time.perf_counter()
     chunks = 0
 
-    def on_progress(_n: str, c: int) -> None:
+    def on_progress(_n: str, c: int, _pages: int = 0) -> None:
         nonlocal chunks
         chunks += c
         if bar is not None:

@@ -129,13 +129,14 @@ def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[
 
     bar = tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
-    chunks = 0
+    chunks = pages = 0
 
-    def on_progress(_name: str, n: int) -> None:
-        nonlocal chunks
+    def on_progress(_name: str, n: int, p: int = 0) -> None:
+        nonlocal chunks, pages
         chunks += n
-        rate = chunks / max(time.perf_counter() - t0, 1e-9)
-        bar.set_postfix_str(f"{chunks} chunks, {rate:.1f} chunks/s")
+        pages += p
+        dt = max(time.perf_counter() - t0, 1e-9)
+        bar.set_postfix_str(f"{pages} pages ({pages / dt:.1f}/s), {chunks} chunks ({chunks / dt:.1f}/s)")
         bar.update(1)
 
     return bar, on_progress

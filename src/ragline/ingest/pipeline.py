@@ -53,6 +53,7 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
     chunks: int = 0
+    pages: int = 0
     embedded: int = 0
     cached: int = 0
     seconds: float = 0.0
@@ -69,6 +70,7 @@ class IngestReport:
             "skipped": [s.__dict__ for s in self.skipped],
             "failed": [f.__dict__ for f in self.failed],
             "chunks": self.chunks,
+            "pages": self.pages,
             "embedded": self.embedded,
             "cached": self.cached,
             "seconds": round(self.seconds, 3),
@@ -157,7 +159,7 @@ class Ingestor:
         self.embedder = embedder
         self.chunker = chunker
         self.analyzer = analyzer
-        self.on_progress = on_progress or (lambda _name, _chunks: None)
+        self.on_progress = on_progress or (lambda _name, _chunks, _pages=0: None)
 
     def ingest(
         self, sources: Iterable[Source | Skipped | tuple[str, ParseError]], *, owner: Principal
@@ -302,7 +304,9 @@ class Ingestor:
                 continue
             (report.updated if p.is_update else report.added).append(p.source.doc_key)
             report.chunks += len(prepared)
-            self.on_progress(p.source.doc_key, len(prepared))
+            pages = len({c.page for c in p.chunks if c.page is not None}) or 1
+            report.pages += pages
+            self.on_progress(p.source.doc_key, len(prepared), pages)
 
 
 def backfill_embeddings(
