@@ -252,7 +252,21 @@ class Index:
         if self._searcher is None:
             from .retrieve.search import HybridSearcher
 
-            self._searcher = HybridSearcher(self.db, self.collection, self.embedder, self.analyzer)
+            reranker = None
+            if self.settings.reranker:
+                from .rerank import get_reranker
+
+                reranker = get_reranker(
+                    self.settings.reranker, latency_budget_ms=self.settings.rerank_budget_ms
+                )
+            self._searcher = HybridSearcher(
+                self.db,
+                self.collection,
+                self.embedder,
+                self.analyzer,
+                reranker=reranker,
+                rerank_depth=self.settings.rerank_depth,
+            )
         return self._searcher
 
     def search_result(
@@ -262,7 +276,7 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         include_history: bool = False,
         filters: Mapping[str, Any] | Filters | None = None,
     ) -> Any:
@@ -280,6 +294,8 @@ class Index:
             if isinstance(filters, Filters) or filters is None
             else Filters.parse(filters),
         )
+        if mode is None:
+            mode = "rerank" if self.settings.reranker else "hybrid"
         return self.searcher.search(
             query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params
         )
@@ -291,7 +307,7 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         include_history: bool = False,
         filters: Mapping[str, Any] | Filters | None = None,
     ) -> list[Hit]:
@@ -316,7 +332,7 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
@@ -340,7 +356,7 @@ class Index:
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
         k: int | None = None,
-        mode: str = "hybrid",
+        mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
         reorder: bool = True,
     ) -> Any:

@@ -25,7 +25,10 @@ def eval_group() -> None:
 )
 @click.option("--split", default="test", show_default=True)
 @click.option(
-    "--mode", type=click.Choice(["bm25", "vector", "hybrid"]), default="hybrid", show_default=True
+    "--mode",
+    type=click.Choice(["bm25", "vector", "hybrid", "rerank"]),
+    default="hybrid",
+    show_default=True,
 )
 @click.option("--k", "k", default=10, show_default=True, help="Cut-off of the headline metrics.")
 @click.option(

@@ -136,7 +136,9 @@ def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[
         chunks += n
         pages += p
         dt = max(time.perf_counter() - t0, 1e-9)
-        bar.set_postfix_str(f"{pages} pages ({pages / dt:.1f}/s), {chunks} chunks ({chunks / dt:.1f}/s)")
+        bar.set_postfix_str(
+            f"{pages} pages ({pages / dt:.1f}/s), {chunks} chunks ({chunks / dt:.1f}/s)"
+        )
         bar.update(1)
 
     return bar, on_progress
@@ -289,7 +291,10 @@ def _hit_dict(h: Any) -> dict[str, Any]:
 @_groups
 @click.option("--k", "-k", default=10, show_default=True, help="Number of results.")
 @click.option(
-    "--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default="hybrid", show_default=True
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector", "rerank"]),
+    default=None,
+    help="Default: rerank when a reranker is configured, else hybrid.",
 )
 @click.option(
     "--include-history", is_flag=True, help="Also search old versions (see keep_versions)."
@@ -303,7 +308,7 @@ def search(
     tenant: str,
     groups: str,
     k: int,
-    mode: str,
+    mode: str | None,
     include_history: bool,
     filters: tuple[str, ...],
     as_json: bool,

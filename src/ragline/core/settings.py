@@ -44,6 +44,15 @@ class Settings(BaseModel):
         default=0.85, gt=0.0, le=1.0, description="near-duplicate collapse; null: off"
     )
     answer_passages: int = Field(default=5, ge=1)
+    reranker: str | None = Field(
+        default=None, description="onnx:DIR, tei:URL or cohere:MODEL@URL; None: off"
+    )
+    rerank_depth: int = Field(
+        default=50, ge=1, description="fused candidates the reranker reorders"
+    )
+    rerank_budget_ms: float | None = Field(
+        default=None, gt=0, description="stop reranking after this long"
+    )
     context_window: int = Field(
         default=1, ge=0, description="neighbour chunks added on each side of a hit"
     )

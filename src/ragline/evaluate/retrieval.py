@@ -80,7 +80,7 @@ def evaluate_beir(
         res = index.searcher.search(
             data.queries[qid],
             _eval_principal(),
-            k=n_chunks if mode != "hybrid" else 2 * depth,
+            k={"hybrid": 2 * depth, "rerank": index.settings.rerank_depth}.get(mode, n_chunks),
             mode=mode,
             params=params,
         )

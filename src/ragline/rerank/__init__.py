@@ -27,10 +27,41 @@ if TYPE_CHECKING:
     from .cross_encoder import CrossEncoderReranker
     from .http import HttpReranker, RerankAPIError
 
-__all__ = ["CrossEncoderReranker", "HttpReranker", "RerankAPIError", "rank_by_scores"]
+__all__ = [
+    "CrossEncoderReranker",
+    "HttpReranker",
+    "RerankAPIError",
+    "get_reranker",
+    "rank_by_scores",
+]
 
 STAGE = "rerank"
 """The key rerankers write into ``Hit.scores`` and ``Hit.ranks``."""
+
+
+RERANKER_SPECS = {
+    "onnx:/path/to/dir": "a local cross-encoder exported to ONNX",
+    "tei:http://host:port": "a Text Embeddings Inference /rerank server",
+    "cohere:MODEL@http://host:port/v1": "a Cohere/Jina-shaped /rerank server (vLLM, Infinity, llama.cpp)",
+}
+
+
+def get_reranker(spec: str, *, latency_budget_ms: float | None = None) -> Any:
+    """Build a reranker from a spec string (see :data:`RERANKER_SPECS`)."""
+    if spec.startswith("onnx:") and spec[5:]:
+        from .cross_encoder import CrossEncoderReranker
+
+        return CrossEncoderReranker(spec[5:], latency_budget_ms=latency_budget_ms)
+    if spec.startswith("tei:http"):
+        from .http import HttpReranker
+
+        return HttpReranker(spec[4:], api="tei")
+    if spec.startswith("cohere:") and "@http" in spec:
+        from .http import HttpReranker
+
+        model, url = spec[7:].rsplit("@", 1)
+        return HttpReranker(url, model=model or None, api="cohere", api_key_env="RERANK_API_KEY")
+    raise ConfigError(f"unknown reranker {spec!r}; use one of: {', '.join(RERANKER_SPECS)}")
 
 
 def rank_by_scores(hits: Sequence[Hit], scores: Sequence[float | None], top_k: int) -> list[Hit]:

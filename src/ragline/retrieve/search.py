@@ -21,8 +21,8 @@ from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_sea
 from .dedup import collapse_duplicates
 from .fusion import RRF_DEPTH, RRF_K, reciprocal_rank_fusion
 
-Mode = Literal["bm25", "vector", "hybrid"]
-MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
+Mode = Literal["bm25", "vector", "hybrid", "rerank"]
+MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "rerank")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,17 @@ class SearchParams:
 class HybridSearcher:
     """Runs one collection's legs for a principal; holds no per-query state."""
 
-    def __init__(self, db: Any, collection: Any, embedder: Any, analyzer: Any) -> None:
+    def __init__(
+        self,
+        db: Any,
+        collection: Any,
+        embedder: Any,
+        analyzer: Any,
+        reranker: Any = None,
+        rerank_depth: int = 50,
+    ) -> None:
+        self.reranker = reranker
+        self.rerank_depth = rerank_depth
         self.db = db
         self.collection = collection
         self.embedder = embedder
@@ -77,6 +87,26 @@ class HybridSearcher:
             )
         self._lang_cache[tenant] = (now, langs)
         return langs
+
+    def _reranked(
+        self, query: str, principal: Principal, k: int, params: SearchParams
+    ) -> SearchResult:
+        """Hybrid top ``rerank_depth``, reordered by the reranker, cut to ``k``."""
+        if self.reranker is None:
+            raise ConfigError(
+                "mode 'rerank' needs a reranker: set reranker = onnx:DIR, tei:URL or cohere:MODEL@URL "
+                "(settings file or RAGLINE_RERANKER)"
+            )
+        fused = self.search(
+            query, principal, k=max(k, self.rerank_depth), mode="hybrid", params=params
+        )
+        t = time.perf_counter()
+        hits = self.reranker.rerank(query, list(fused.hits), top_k=k)
+        timings = {**fused.timings_ms, "rerank": (time.perf_counter() - t) * 1000}
+        timings["total"] = fused.timings_ms.get("total", 0.0) + timings["rerank"]
+        return SearchResult(
+            query=query, mode="rerank", hits=tuple(hits), legs=fused.legs, timings_ms=timings
+        )
 
     def _bm25(
         self, query: str, principal: Principal, n: int, p: SearchParams
@@ -126,6 +156,8 @@ class HybridSearcher:
             raise ConfigError(f"unknown search mode {mode!r}; choose one of: {', '.join(MODES)}")
         if k <= 0:
             raise ConfigError(f"k must be a positive number of results, got {k}")
+        if mode == "rerank":
+            return self._reranked(query, principal, k, params)
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         legs: dict[str, list[tuple[int, float]]] = {}
