@@ -329,7 +329,7 @@ def search(
         _echo_json(
             {
                 "query": query,
-                "mode": mode,
+                "mode": res.mode,
                 "hits": [_hit_dict(h) for h in res.hits],
                 "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()},
             }
@@ -339,7 +339,7 @@ def search(
         click.echo("no results")
     for h in res.hits:
         where = breadcrumb(h.title, h.heading_path)
-        click.secho(f"[{h.rank}] {where}  ({mode} {h.score:.4f})", bold=True)
+        click.secho(f"[{h.rank}] {where}  ({res.mode} {h.score:.4f})", bold=True)
         click.echo(f"    {h.source}")
         text = " ".join(h.text.split())
         click.echo(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
