@@ -14,7 +14,7 @@ class FakeEmbedder:
 
     model_id = "fake-hash-64"
     dim = 64
-    max_tokens = 10_000
+    max_tokens = 256  # like MiniLM: chunk size defaults to the embedder limit
 
     def __init__(self) -> None:
         self.calls = 0

@@ -44,6 +44,8 @@ PARSE_TIMEOUT_S = 20
 PARSE_MEMORY_MB = 1024
 PARENT_MAX_RSS_MB = 1536
 """The test process (the parent; parse workers are separate processes) stays below this."""
+CHUNK_MAX_TOKENS = 254
+"""MiniLM's chunk size (the fake embedder would allow 10,000-token chunks)."""
 
 
 @dataclass
@@ -97,6 +99,7 @@ def ingested(pg_url: str, batch: Batch) -> Iterator[Ingested]:
         embedder=FakeEmbedder(),
         parse_timeout_s=PARSE_TIMEOUT_S,
         parse_memory_mb=PARSE_MEMORY_MB,
+        chunk_max_tokens=CHUNK_MAX_TOKENS,
     )
     report = index.ingest(batch.folder)
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
@@ -232,7 +235,7 @@ def _chunk_stats(index: Any, key: str) -> tuple[int, int, int]:
 def test_big_legitimate_files_are_chunked_within_limits(ingested: Ingested) -> None:
     """The 10 MB lines and the million lines are stored as bounded chunks, all of them."""
     batch, index = ingested.batch, ingested.index
-    limit = index.settings.chunk_max_tokens
+    limit = index.chunker.max_tokens
     for name, least in (("long_line.txt", 20), ("long_line.html", 20), ("many_lines.txt", 100)):
         n, longest, most_tokens = _chunk_stats(index, batch.key(name))
         assert n >= least, (name, n)
@@ -258,6 +261,7 @@ def test_dense_huge_files_are_indexed(pg_url: str, schema: str, tmp_path: Path) 
         embedder=FakeEmbedder(),
         parse_timeout_s=PARSE_TIMEOUT_S,
         parse_memory_mb=PARSE_MEMORY_MB,
+        chunk_max_tokens=CHUNK_MAX_TOKENS,
     )
     try:
         report = index.ingest(tmp_path)
@@ -266,7 +270,7 @@ def test_dense_huge_files_are_indexed(pg_url: str, schema: str, tmp_path: Path) 
         for name, least in (("dense_line.txt", 5000), ("million_lines.txt", 1000)):
             n, longest, most_tokens = _chunk_stats(index, doc_key_for(tmp_path / name))
             assert n >= least and longest < 20_000, (name, n, longest)
-            assert most_tokens <= index.settings.chunk_max_tokens
+            assert most_tokens <= index.chunker.max_tokens
         hits = index.search("p499999", mode="bm25", k=3)
         assert hits and hits[0].doc_key == doc_key_for(tmp_path / "million_lines.txt")
     finally:

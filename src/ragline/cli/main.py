@@ -124,7 +124,7 @@ _filter = click.option(
 def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[str, int], None]]:
     """A tqdm bar on stderr (files, chunks, chunks/s) and the callback that advances it."""
     if not (show if show is not None else sys.stderr.isatty()):
-        return None, lambda _n, _c: None
+        return None, lambda _n, _c, _p=0: None
     from tqdm import tqdm
 
     bar = tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
