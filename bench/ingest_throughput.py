@@ -42,7 +42,7 @@ def main() -> None:
         docs.append(d)
         if len(docs) >= args.docs:
             break
-    index = Index(Settings(database_url=url, db_schema=schema))
+    index = Index(Settings(database_url=url, db_schema=schema, embedder="minilm"))
     try:
         index.embedder.warm_up()
         sources = [text_source(f"beir:{d.doc_id}", d.title, d.text) for d in docs]

@@ -496,10 +496,7 @@ CASES: tuple[Hostile, ...] = (
     Hostile("long_word.txt", "a 4,000-letter random word (like an unbroken base64 blob)",
             outcome="added", word="beavers",
             make=lambda p, x: b"Notes about beavers.\n\n"
-            + "".join(random.Random(7).choices("abcdefghijklmnopqrstuvwxyz", k=4000)).encode(),
-            known_bug="a term over ~2,700 bytes breaks the postings btree (ProgramLimitExceeded: "
-            "'could not store: index row size ... exceeds btree version 4 maximum 2704'); "
-            "the analyzer should cap term length"),
+            + "".join(random.Random(7).choices("abcdefghijklmnopqrstuvwxyz", k=4000)).encode()),
     # ---- file system
     Hostile("odd name -- 'q' \"dq\" $(x) ;|&% é名.md", "shell and Unicode characters in the name",
             outcome="added", word="tamarind",

@@ -27,7 +27,11 @@ from ..core.errors import ConfigError
 from .stopwords import STOPWORDS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CODE = re.compile(r"\w+(?:[-./:]\w+)+", re.UNICODE)
+# Matches start only at a token boundary and never backtrack: linear on 10 MB "words".
+_CODE = re.compile(r"(?<![\w./:-])\w++(?:[-./:]\w++)+", re.UNICODE)
+MAX_TERM_CHARS = 64
+"""Longer "words" (hashes, base64, run-together garbage) are not indexed: no query matches
+them and PostgreSQL's btree cannot hold arbitrarily long keys."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9\u00C0-\u024F\u0400-\u04FF])")
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs al fig figs eq eqs no nos dr mr mrs ms prof st inc ltd co approx ca cf".split()
@@ -91,6 +95,8 @@ class Analyzer:
         norm = _normalize(text)
         out: list[str] = []
         for w in _WORD.findall(norm):
+            if len(w) > MAX_TERM_CHARS:
+                continue
             if "_" in w and any(c.isdigit() for c in w):
                 out.append(w)  # ERR_4021 exactly, and its parts below
                 parts = [p for p in w.split("_") if p]
@@ -102,7 +108,7 @@ class Analyzer:
                 out.append(self._stem(p))
         for m in _CODE.finditer(norm):
             code = m.group(0)
-            if any(c.isdigit() for c in code):
+            if len(code) <= MAX_TERM_CHARS and any(c.isdigit() for c in code):
                 out.append(code)
         return out
 

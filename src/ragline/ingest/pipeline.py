@@ -35,7 +35,7 @@ from ..store.documents import (
 )
 from .sources import Skipped, Source
 
-EMBED_BATCH_CHUNKS = 64
+EMBED_BATCH_CHUNKS = 256  # chunks embedded together: longest-first batches of 32 pad little
 
 
 @dataclass(frozen=True)

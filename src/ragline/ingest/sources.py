@@ -59,7 +59,14 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, ParseError |
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 found.extend(Path(root) / f for f in files if not f.startswith("."))
             for f in sorted(found):
-                if is_known_extension(f):
+                try:
+                    regular = _is_regular(f)
+                except OSError as exc:  # a broken link or a link loop: say so
+                    yield f, ParseError(str(f), f"cannot open: {exc.strerror or exc}")
+                    continue
+                if not regular:
+                    yield f, Skipped(str(f), "not a regular file (FIFO, device or socket)")
+                elif is_known_extension(f):
                     yield f, None
                 else:
                     yield (
@@ -69,8 +76,15 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[tuple[Path, ParseError |
                             f"not a document format ragline reads ({f.suffix or 'no extension'})",
                         ),
                     )
-        elif path.is_file():
+        elif path.is_file() and _regular_or_false(path):
             yield path, None
+        elif path.exists():
+            yield (
+                path,
+                ParseError(
+                    str(path), "not a regular file (FIFO, device or socket); nothing to read"
+                ),
+            )
         else:
             yield path, ParseError(str(path), "no such file or directory")
 
@@ -81,6 +95,20 @@ def _file_digest(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether ``path`` (links followed) is a regular file; OSError for broken links/loops."""
+    import stat
+
+    return stat.S_ISREG(path.stat().st_mode)
+
+
+def _regular_or_false(path: Path) -> bool:
+    try:
+        return _is_regular(path)
+    except OSError:
+        return False
 
 
 def file_source(path: Path) -> Source:
