@@ -15,7 +15,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
@@ -105,6 +105,45 @@ def _retry_after(headers: dict[str, str]) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
+
+
+def post_with_retries(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    max_retries: int,
+    backoff_s: float,
+    what: str,
+    hint: Callable[[int | None], str],
+    fail: Callable[[str, int | None], Exception],
+    on_attempt: Callable[[], None] | None = None,
+) -> tuple[int, bytes]:
+    """POST ``body``; retry network errors and RETRY_STATUS with exponential backoff (and the
+    server's Retry-After); raise ``fail(message, status)`` naming ``what`` otherwise.
+    Shared by the embeddings client and the HTTP reranker."""
+    attempt = 0
+    while True:
+        if on_attempt is not None:
+            on_attempt()
+        try:
+            status, resp_headers, data = _post(url, body, headers, timeout)
+            reason = f"HTTP {status}: {_server_message(data)}" if status >= 300 else ""
+        except OSError as exc:
+            status, resp_headers, data, reason = None, {}, b"", f"unreachable ({exc})"
+        if status is not None and 200 <= status < 300:
+            return status, data
+        retryable = status is None or status in RETRY_STATUS
+        if not retryable or attempt >= max_retries:
+            tries = f" after {attempt + 1} attempts" if attempt else ""
+            raise fail(f"{what} failed{tries}: {reason}{hint(status)}", status)
+        wait = backoff_s * (2**attempt)
+        server_wait = _retry_after(resp_headers)
+        if server_wait is not None:
+            wait = max(wait, server_wait)
+        time.sleep(min(wait, _MAX_WAIT_S))
+        attempt += 1
 
 
 class OpenAIEmbeddingsAPI:
@@ -199,40 +238,33 @@ class OpenAIEmbeddingsAPI:
 
         body = json.dumps({"model": self.model, "input": list(texts)}).encode("utf-8")
         headers, key = self._headers()
-        attempt = 0
-        while True:
-            self.requests += 1
-            try:
-                status, resp_headers, data = _post(self.url, body, headers, self.timeout)
-                reason = f"HTTP {status}: {_server_message(data)}" if status >= 300 else ""
-            except OSError as exc:
-                status, resp_headers, data, reason = None, {}, b"", f"unreachable ({exc})"
-            retryable = status is None or status in RETRY_STATUS
-            if status is not None and 200 <= status < 300:
-                break
-            if not retryable or attempt >= self.max_retries:
-                hint = ""
-                if status in (401, 403):
-                    hint = (
-                        f"; check the API key in ${self.api_key_env}"
-                        if self.api_key_env
-                        else "; the server wants an API key: pass api_key_env"
-                    )
-                elif status == 404:
-                    hint = "; is base_url the API root (e.g. http://host:port/v1)?"
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise self._fail(
-                    f"embedding request to {self.url} (model {self.model!r}) failed{tries}: "
-                    f"{reason}{hint}",
-                    key,
-                    status,
+
+        def hint(status: int | None) -> str:
+            if status in (401, 403):
+                return (
+                    f"; check the API key in ${self.api_key_env}"
+                    if self.api_key_env
+                    else "; the server wants an API key: pass api_key_env"
                 )
-            wait = self.backoff_s * (2**attempt)
-            server_wait = _retry_after(resp_headers)
-            if server_wait is not None:
-                wait = max(wait, server_wait)
-            time.sleep(min(wait, _MAX_WAIT_S))
-            attempt += 1
+            if status == 404:
+                return "; is base_url the API root (e.g. http://host:port/v1)?"
+            return ""
+
+        def count() -> None:
+            self.requests += 1
+
+        status, data = post_with_retries(
+            self.url,
+            body,
+            headers,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            what=f"embedding request to {self.url} (model {self.model!r})",
+            hint=hint,
+            fail=lambda message, st: self._fail(message, key, st),
+            on_attempt=count,
+        )
         try:
             rows = json.loads(data.decode("utf-8"))["data"]
             pairs = sorted(

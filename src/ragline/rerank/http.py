@@ -26,12 +26,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, RaglineError
-from ..embed.openai_api import RETRY_STATUS, _post, _retry_after, _server_message
+from ..embed.openai_api import post_with_retries
 from . import rank_by_scores
 
 if TYPE_CHECKING:
@@ -109,46 +108,39 @@ class HttpReranker:
         """POST ``payload`` (retried); the decoded JSON reply, the key used, the status."""
         body = json.dumps(payload).encode("utf-8")
         headers, key = self._headers()
-        attempt = 0
-        while True:
-            self.requests += 1
-            try:
-                status, resp_headers, data = _post(self.url, body, headers, self.timeout)
-                reason = f"HTTP {status}: {_server_message(data)}" if status >= 300 else ""
-            except OSError as exc:
-                status, resp_headers, data, reason = None, {}, b"", f"unreachable ({exc})"
-            if status is not None and 200 <= status < 300:
-                break
-            retryable = status is None or status in RETRY_STATUS
-            if not retryable or attempt >= self.max_retries:
-                hint = ""
-                if status in (401, 403):
-                    hint = (
-                        f"; check the API key in ${self.api_key_env}"
-                        if self.api_key_env
-                        else "; the server wants an API key: pass api_key_env"
-                    )
-                elif status in (404, 405):
-                    hint = (
-                        f"; is base_url right for api={self.api!r}? TEI: the server root "
-                        "(http://host:8080); Cohere/Jina: with the version "
-                        "(https://api.cohere.com/v2)"
-                    )
-                elif status == 413:
-                    hint = "; lower batch_size"
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise self._fail(
-                    f"rerank request to {self.url} (api {self.api!r}) failed{tries}: "
-                    f"{reason}{hint}",
-                    key,
-                    status,
+
+        def hint(status: int | None) -> str:
+            if status in (401, 403):
+                return (
+                    f"; check the API key in ${self.api_key_env}"
+                    if self.api_key_env
+                    else "; the server wants an API key: pass api_key_env"
                 )
-            wait = self.backoff_s * (2**attempt)
-            server_wait = _retry_after(resp_headers)
-            if server_wait is not None:
-                wait = max(wait, server_wait)
-            time.sleep(min(wait, _MAX_WAIT_S))
-            attempt += 1
+            if status in (404, 405):
+                return (
+                    f"; is base_url right for api={self.api!r}? TEI: the server root "
+                    "(http://host:8080); Cohere/Jina: with the version "
+                    "(https://api.cohere.com/v2)"
+                )
+            if status == 413:
+                return "; lower batch_size"
+            return ""
+
+        def count() -> None:
+            self.requests += 1
+
+        status, data = post_with_retries(
+            self.url,
+            body,
+            headers,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            what=f"rerank request to {self.url} (api {self.api!r})",
+            hint=hint,
+            fail=lambda message, st: self._fail(message, key, st),
+            on_attempt=count,
+        )
         try:
             return json.loads(data.decode("utf-8")), key, status
         except ValueError as exc:
