@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 APIS = ("tei", "cohere")
 _DEFAULT_BATCH = {"tei": 32, "cohere": 100}
-_MAX_WAIT_S = 30.0
 
 
 class RerankAPIError(RaglineError):
