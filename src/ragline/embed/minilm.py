@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import MissingDependencyError
+from .batching import embed_longest_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,16 +121,11 @@ class MiniLMEmbedder:
         import numpy as np
 
         self.warm_up()
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, DIM), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for s in range(0, len(order), self.batch_size):
-            idx = order[s : s + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
-        return out
+        return embed_longest_first(texts, DIM, self.batch_size, self._embed_batch)
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()

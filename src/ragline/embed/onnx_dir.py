@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, MissingDependencyError
+from .batching import embed_longest_first
 
 if TYPE_CHECKING:
     import numpy as np
@@ -338,16 +339,13 @@ class OnnxDirEmbedder:
         import numpy as np
 
         self.warm_up()
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, self.dim), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for s in range(0, len(order), self.batch_size):
-            idx = order[s : s + self.batch_size]
-            out[idx] = self._embed_batch([self.document_prompt + texts[i] for i in idx])
-        return out
+        return embed_longest_first(
+            [self.document_prompt + t for t in texts], self.dim, self.batch_size, self._embed_batch
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()
