@@ -293,16 +293,11 @@ def fit_header(candidates: Sequence[str], max_tokens: int, count: TokenCounter) 
     return "", 0
 
 
-class RecursiveChunker:
-    """Splits unstructured text: paragraphs, then lines, sentences, words, characters.
+class TokenLimitedChunker:
+    """Settings every chunking strategy shares: the token limit, the overlap, the counter
+    and whether a breadcrumb header is prepended; ``kind`` names the strategy."""
 
-    Pieces are packed greedily up to ``max_tokens`` counted on :attr:`Chunk.indexed_text`
-    (header included) with ``count_tokens``; pass a limit already reduced by the special
-    tokens the embedding model adds itself. Each chunk after the first repeats up to
-    ``overlap_tokens`` from the end of the previous one (whole sentences or words where
-    possible). ``count_tokens=None`` uses :func:`estimate_tokens` (words × 1.3). The
-    header is the document title when ``include_header`` is set.
-    """
+    kind = "base"
 
     def __init__(
         self,
@@ -321,7 +316,21 @@ class RecursiveChunker:
     def name(self) -> str:
         """Identity stored with a collection: a change means re-chunking."""
         suffix = "" if self.include_header else ":noheader"
-        return f"recursive-v1:{self.max_tokens}:{self.overlap_tokens}{suffix}"
+        return f"{self.kind}:{self.max_tokens}:{self.overlap_tokens}{suffix}"
+
+
+class RecursiveChunker(TokenLimitedChunker):
+    """Splits unstructured text: paragraphs, then lines, sentences, words, characters.
+
+    Pieces are packed greedily up to ``max_tokens`` counted on :attr:`Chunk.indexed_text`
+    (header included) with ``count_tokens``; pass a limit already reduced by the special
+    tokens the embedding model adds itself. Each chunk after the first repeats up to
+    ``overlap_tokens`` from the end of the previous one (whole sentences or words where
+    possible). ``count_tokens=None`` uses :func:`estimate_tokens` (words × 1.3). The
+    header is the document title when ``include_header`` is set.
+    """
+
+    kind = "recursive-v1"
 
     def split(self, text: str, header: str = "") -> list[tuple[int, int, str, int]]:
         """``(start, end, header, tokens)`` spans of ``text`` chunked under ``header``."""

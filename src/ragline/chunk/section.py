@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from ..core.types import Block, Chunk, ParsedDocument, breadcrumb
 from .recursive import (
     Piece,
-    TokenCounter,
-    check_limits,
+    TokenLimitedChunker,
     chunk_spans,
-    estimate_tokens,
     fit_header,
     in_order,
     split_span,
@@ -47,7 +45,7 @@ class _Section:
     heading_only: bool  # no non-blank block besides headings
 
 
-class SectionChunker:
+class SectionChunker(TokenLimitedChunker):
     """Chunks a :class:`ParsedDocument` along its headings.
 
     * The limit: ``count_tokens(chunk.indexed_text) <= max_tokens`` (header included).
@@ -73,24 +71,7 @@ class SectionChunker:
     * ``page`` is the page of the chunk's first block.
     """
 
-    def __init__(
-        self,
-        max_tokens: int = 256,
-        overlap_tokens: int = 32,
-        count_tokens: TokenCounter | None = None,
-        include_header: bool = True,
-    ) -> None:
-        check_limits(max_tokens, overlap_tokens)
-        self.max_tokens = max_tokens
-        self.overlap_tokens = overlap_tokens
-        self.count_tokens: TokenCounter = count_tokens or estimate_tokens
-        self.include_header = include_header
-
-    @property
-    def name(self) -> str:
-        """Identity stored with a collection: a change means re-chunking."""
-        suffix = "" if self.include_header else ":noheader"
-        return f"section-v1:{self.max_tokens}:{self.overlap_tokens}{suffix}"
+    kind = "section-v1"
 
     def chunk(self, document: ParsedDocument) -> list[Chunk]:
         text = document.text
