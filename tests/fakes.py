@@ -47,3 +47,66 @@ class FakeEmbedder:
         self.calls += 1
         self.texts_embedded += 1
         return self._vec(text)
+
+
+class ScriptedJSONServer:
+    """A real HTTP server on 127.0.0.1 (a socket served by a thread) for JSON POST APIs.
+
+    Records every request (path, headers, JSON body). ``script`` is a queue of
+    ``(status, body, headers)`` replies sent before normal service resumes; normal service
+    is :meth:`answer`, which subclasses implement."""
+
+    def __init__(self) -> None:
+        import threading
+        from collections import deque
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict] = []
+        self.script: deque = deque()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                import json
+
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(raw or b"null")
+                with server._lock:
+                    server.requests.append(
+                        {"path": self.path, "headers": dict(self.headers), "body": body}
+                    )
+                    scripted = server.script.popleft() if server.script else None
+                status, payload, headers = (
+                    scripted if scripted is not None else server.answer(self.path, body)
+                )
+                out = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.root = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def answer(self, path: str, body) -> tuple[int, object, dict[str, str]]:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)

@@ -7,15 +7,13 @@ import functools
 import json
 import re
 import shutil
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragline.core.types import Hit
+from tests.fakes import ScriptedJSONServer
 
 DIM = 128  # 16-d random token vectors are too noisy: the word-overlap order flips
 SEED = 1234
@@ -153,73 +151,25 @@ def overlap(query: str, text: str) -> int:
     return len(words & set(re.findall(r"\w+", text.lower())))
 
 
-class FakeRerankServer:
-    """``POST /rerank`` (TEI shape) and ``POST /v1/rerank`` (Cohere shape) on 127.0.0.1,
-    a real socket served by a thread.
+class FakeRerankServer(ScriptedJSONServer):
+    """``POST /rerank`` (TEI shape) and ``POST /v1/rerank`` (Cohere shape); see
+    :class:`tests.fakes.ScriptedJSONServer`.
 
     Scores are query-word overlaps (TEI: ``overlap / 10``). TEI rows come back in
-    *reverse* index order; Cohere rows best first, cut to ``top_n``. Records every request
-    (path, headers, JSON body). ``script`` is a queue of ``(status, body, headers)``
-    replies sent before normal service resumes."""
+    *reverse* index order; Cohere rows best first, cut to ``top_n``."""
 
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.script: deque[tuple[int, Any, dict[str, str]]] = deque()
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                body = json.loads(raw or b"null")
-                with server._lock:
-                    server.requests.append(
-                        {"path": self.path, "headers": dict(self.headers), "body": body}
-                    )
-                    scripted = server.script.popleft() if server.script else None
-                if scripted is not None:
-                    status, payload, headers = scripted
-                elif self.path == "/rerank":
-                    status, headers = 200, {}
-                    rows = [
-                        {"index": i, "score": overlap(body["query"], t) / 10}
-                        for i, t in enumerate(body["texts"])
-                    ]
-                    payload = rows[::-1]
-                elif self.path == "/v1/rerank":
-                    status, headers = 200, {}
-                    rows = [
-                        {"index": i, "relevance_score": overlap(body["query"], t) / 10}
-                        for i, t in enumerate(body["documents"])
-                    ]
-                    rows.sort(key=lambda r: -r["relevance_score"])
-                    payload = {"id": "x", "results": rows[: body.get("top_n", len(rows))]}
-                else:
-                    status, payload, headers = 404, {"error": "Not Found"}, {}
-                out = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(out)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.root = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def __enter__(self) -> FakeRerankServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self._thread.join(timeout=5)
+    def answer(self, path: str, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if path == "/rerank":
+            rows = [
+                {"index": i, "score": overlap(body["query"], t) / 10}
+                for i, t in enumerate(body["texts"])
+            ]
+            return 200, rows[::-1], {}
+        if path == "/v1/rerank":
+            rows = [
+                {"index": i, "relevance_score": overlap(body["query"], t) / 10}
+                for i, t in enumerate(body["documents"])
+            ]
+            rows.sort(key=lambda r: -r["relevance_score"])
+            return 200, {"id": "x", "results": rows[: body.get("top_n", len(rows))]}, {}
+        return 404, {"error": "Not Found"}, {}
