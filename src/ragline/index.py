@@ -52,14 +52,33 @@ class Index:
 
     def _bind(self, embedder: Any) -> None:
         """Fix the embedder (and a chunker sized for it) and open or create the collection."""
-        from .chunk import SectionChunker
-        from .store.collections import ensure_collection
+        from .chunk import make_chunker, strategy_of
+        from .store.collections import ensure_collection, find_collection
 
+        s = self.settings
+        existing = find_collection(self.db, s.collection)
+        spec = s.chunking or "section"
+        if existing is not None:
+            stored = strategy_of(existing.chunker)
+            if s.chunking and strategy_of(s.chunking) != stored:
+                raise ConfigError(
+                    f"collection {s.collection!r} was chunked with {existing.chunker!r}; it cannot "
+                    f"switch to {s.chunking!r} in place. Ingest into another collection "
+                    "(--collection NAME) to compare strategies"
+                )
+            # the stored name fixes the sizes too; section collections follow the settings'
+            # sizes as they always have (a new size applies to documents ingested from now)
+            spec = existing.chunker if stored != "section" else "section"
         self.embedder = embedder
-        self.chunker = SectionChunker(
-            max_tokens=self.settings.chunk_max_tokens or max(16, embedder.max_tokens - 2),
-            overlap_tokens=self.settings.chunk_overlap_tokens,
+        self.chunker = make_chunker(
+            spec,
+            max_tokens=s.chunk_max_tokens or max(16, embedder.max_tokens - 2),
+            overlap_tokens=s.chunk_overlap_tokens,
             count_tokens=embedder.count_tokens,
+            embed=embedder.embed_documents,
+            parent_tokens=s.parent_max_tokens,
+            child_tokens=s.child_max_tokens,
+            percentile=s.semantic_percentile,
         )
         self.collection = ensure_collection(
             self.db,

@@ -273,6 +273,11 @@ def in_order(spans: list[tuple[int, int, str, int]]) -> list[tuple[int, int, str
     return out
 
 
+def same_header(header: str, tokens: int) -> HeaderAt:
+    """A :data:`HeaderAt` giving every chunk the same header."""
+    return lambda _pos: (header, tokens)
+
+
 def check_limits(max_tokens: int, overlap_tokens: int) -> None:
     if max_tokens < 1:
         raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -341,7 +346,7 @@ class RecursiveChunker(TokenLimitedChunker):
         count = self.count_tokens
         pieces = split_span(text, s, e, self.max_tokens - h_tokens, count)
         spans = chunk_spans(
-            text, pieces, lambda _pos: (h, h_tokens), self.max_tokens, self.overlap_tokens, count
+            text, pieces, same_header(h, h_tokens), self.max_tokens, self.overlap_tokens, count
         )
         return in_order(spans)
 

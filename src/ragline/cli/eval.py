@@ -9,6 +9,39 @@ from typing import Any
 
 import click
 
+_embedder = click.option(
+    "--embedder",
+    default=None,
+    help="Embedding model of the evaluation collection: minilm, e5, onnx:DIR, openai:MODEL@URL "
+    "(default: auto). Each embedder gets its own collection.",
+)
+_chunking = click.option(
+    "--chunking",
+    type=click.Choice(["section", "recursive", "fixed", "semantic", "parent-child"]),
+    default=None,
+    help="Chunking strategy (default section). Each strategy gets its own collection.",
+)
+
+
+def _overrides(embedder: str | None, chunking: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if embedder:
+        out["embedder"] = embedder
+    if chunking:
+        out["chunking"] = chunking
+    return out
+
+
+def _variant(name: str, embedder: str | None, chunking: str | None) -> str:
+    """The evaluation collection for an embedder/strategy pair: ``beir-scifact``,
+    ``beir-scifact-e5``, ``beir-scifact-parent-child``, …"""
+    parts = [name]
+    if embedder and embedder != "auto":
+        parts.append("".join(c if c.isalnum() else "-" for c in embedder.split("@")[0])[:20])
+    if chunking and chunking != "section":
+        parts.append(chunking)
+    return "-".join(parts)[:64]
+
 
 @click.group("eval")
 def eval_group() -> None:
@@ -37,6 +70,8 @@ def eval_group() -> None:
 @click.option(
     "--limit", default=None, type=int, help="Evaluate only the first N queries (sorted by id)."
 )
+@_embedder
+@_chunking
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def eval_retrieval(
@@ -47,6 +82,8 @@ def eval_retrieval(
     k: int,
     depth: int,
     limit: int | None,
+    embedder: str | None,
+    chunking: str | None,
     as_json: bool,
 ) -> None:
     """Ingest a BEIR corpus into its own collection (reused on later runs) and score a mode."""
@@ -55,8 +92,8 @@ def eval_retrieval(
 
     name = load_beir(beir_dir, split).name
     if not obj.collection:
-        obj.collection = beir_collection_name(name)
-    index = obj.index()
+        obj.collection = _variant(beir_collection_name(name), embedder, chunking)
+    index = obj.index(**_overrides(embedder, chunking))
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
@@ -122,18 +159,28 @@ def eval_retrieval(
     help='JSON lines: {"id", "question", "relevant": [{"source", "quote"}], "answerable"}.',
 )
 @click.option("--depth", default=100, show_default=True, help="Results per stage (and RRF depth).")
+@_embedder
+@_chunking
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
-def eval_golden(obj: Any, docs: Path, questions: Path, depth: int, as_json: bool) -> None:
+def eval_golden(
+    obj: Any,
+    docs: Path,
+    questions: Path,
+    depth: int,
+    embedder: str | None,
+    chunking: str | None,
+    as_json: bool,
+) -> None:
     """Score BM25, vector and hybrid retrieval on a golden question set over real documents."""
     from ..evaluate.golden import evaluate_golden, render_table
 
     if not obj.collection:
-        obj.collection = (
-            "golden-"
-            + "".join(c if c.isalnum() or c in "_.-" else "-" for c in docs.resolve().name)[:50]
-        )
-    result = evaluate_golden(obj.index(), docs, questions, depth=depth)
+        base = "".join(c if c.isalnum() or c in "_.-" else "-" for c in docs.resolve().name)
+        obj.collection = _variant("golden-" + base[:40], embedder, chunking)
+    result = evaluate_golden(
+        obj.index(**_overrides(embedder, chunking)), docs, questions, depth=depth
+    )
     if as_json:
         import json
 

@@ -183,6 +183,21 @@ def _meta_dict(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+CHUNKING_CHOICES = ("section", "recursive", "fixed", "semantic", "parent-child")
+
+_chunking = click.option(
+    "--chunking",
+    type=click.Choice(CHUNKING_CHOICES),
+    default=None,
+    help="Chunking strategy of a new collection (default section); an existing collection "
+    "keeps its own, and asking for another is an error.",
+)
+
+
+def _chunking_overrides(chunking: str | None) -> dict[str, Any]:
+    return {"chunking": chunking} if chunking else {}
+
+
 _progress = click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
@@ -199,6 +214,7 @@ _progress = click.option(
     help="Password for protected PDFs (or set RAGLINE_PDF_PASSWORD; prefer the variable: "
     "command lines are visible to other users).",
 )
+@_chunking
 @_json
 @_progress
 @click.pass_obj
@@ -209,6 +225,7 @@ def ingest(
     groups: str,
     meta: tuple[str, ...],
     pdf_password: str | None,
+    chunking: str | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -221,7 +238,7 @@ def ingest(
         os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it
 
     files = list(iter_files(paths))
-    index = obj.index()
+    index = obj.index(**_chunking_overrides(chunking))
     bar, on_progress = _progress_bar(len(files), progress)
     report = index.ingest(
         [p for p, _ in files],
@@ -468,15 +485,24 @@ def status(obj: _Ctx, as_json: bool) -> None:
     show_default=True,
     help="auto (English first documents: minilm, otherwise e5), minilm, e5, onnx:DIR, openai:MODEL@URL.",
 )
+@_chunking
 @_json
 @click.pass_obj
-def init(obj: _Ctx, embedder: str, as_json: bool) -> None:
-    """Create the collection with a chosen embedding model (fixed for its lifetime)."""
-    st = obj.index(embedder=embedder).status()
+def init(obj: _Ctx, embedder: str, chunking: str | None, as_json: bool) -> None:
+    """Create the collection with a chosen embedding model and chunking strategy (both
+    fixed for its lifetime)."""
+    if chunking and embedder == "auto":
+        raise click.UsageError(
+            "--chunking needs an explicit --embedder here (auto picks the model from the first "
+            "documents); or pass --chunking to the first `ragline ingest` instead"
+        )
+    st = obj.index(embedder=embedder, **_chunking_overrides(chunking)).status()
     if as_json:
         _echo_json(st)
     else:
-        click.echo(f"collection {st['collection']}: embedder {st['embedder']}")
+        click.echo(
+            f"collection {st['collection']}: embedder {st['embedder']}, chunker {st.get('chunker')}"
+        )
 
 
 @cli.command()

@@ -36,6 +36,23 @@ class Settings(BaseModel):
         default=None, ge=16, description="per chunk incl. header; default: the embedder's limit - 2"
     )
     chunk_overlap_tokens: int = Field(default=32, ge=0)
+    chunking: str | None = Field(
+        default=None,
+        description="section (default) | recursive | fixed | semantic | parent-child; "
+        "fixed per collection: an existing collection keeps the strategy it was built with",
+    )
+    parent_max_tokens: int = Field(
+        default=1024, ge=16, description="parent passage size of parent-child chunking"
+    )
+    child_max_tokens: int = Field(
+        default=128, ge=16, description="child chunk size of parent-child chunking"
+    )
+    semantic_percentile: float = Field(
+        default=90.0,
+        gt=0,
+        lt=100,
+        description="semantic chunking: cut above this distance percentile",
+    )
     rrf_k: int = Field(default=60, ge=0)
     rrf_depth: int = Field(default=50, ge=1)
     top_k: int = Field(default=10, ge=1)

@@ -89,6 +89,9 @@ class Chunk:
     header: str = ""
     token_count: int = 0
     page: int | None = None
+    parent: Chunk | None = None
+    """Parent–child chunking: the larger passage this chunk is part of (search finds the
+    child, the generator reads the parent). ``None`` for every other strategy."""
 
     @property
     def indexed_text(self) -> str:
@@ -126,6 +129,8 @@ class Hit:
     heading_path: tuple[str, ...] = ()
     page: int | None = None
     ordinal: int = 0
+    parent: int | None = None
+    """Ordinal of the parent passage whose text this hit carries (parent–child chunking)."""
     scores: Mapping[str, float] = field(default_factory=dict)
     ranks: Mapping[str, int] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)

@@ -3,7 +3,8 @@
 1. **Per-document cap:** at most ``max_per_doc`` hits of one document (the best ones).
 2. **Neighbour expansion:** each hit is widened by ±``window`` chunks of the same
    document; touching or overlapping spans of one document merge into one passage, whose
-   text is rebuilt from the chunks' character spans (overlap counted once).
+   text is rebuilt from the chunks' character spans (overlap counted once). A hit that
+   already carries its parent passage (parent–child chunking) is not widened further.
 3. **Token budget:** passages are admitted best-first while their tokens fit
    ``token_budget`` (counted with the given tokenizer); a passage that does not fit
    falls back to its unexpanded hit, and is dropped only if even that does not fit.
@@ -85,8 +86,9 @@ def assemble(
             continue
         per_doc[h.document_id] = per_doc.get(h.document_id, 0) + 1
         kept.append(h)
+    # a hit carrying its parent passage (parent–child chunking) is already expanded
     near = (
-        neighbors([(h.document_id, h.ordinal) for h in kept], window)
+        neighbors([(h.document_id, h.ordinal) for h in kept if h.parent is None], window)
         if neighbors and window > 0
         else {}
     )
@@ -96,7 +98,7 @@ def assemble(
     for h in kept:
         if h.chunk_id in taken:
             continue
-        doc_chunks = near.get(h.document_id, [])
+        doc_chunks = near.get(h.document_id, []) if h.parent is None else []
         if not doc_chunks:
             passages.append((h, h.text, (h.chunk_id,)))
             taken.add(h.chunk_id)
@@ -106,6 +108,7 @@ def assemble(
         for other in kept:  # other hits of this document within reach join this passage
             if (
                 other.document_id == h.document_id
+                and other.parent is None
                 and other.chunk_id not in taken
                 and lo - window <= other.ordinal <= hi + window
             ):

@@ -8,9 +8,9 @@ per-stage timings, the material of a query trace.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..core.errors import ConfigError
@@ -46,6 +46,21 @@ class SearchParams:
     """Collapse (near-)duplicate hits at this estimated Jaccard similarity; None: keep all."""
 
 
+def one_per_parent(hits: Sequence[Hit]) -> list[Hit]:
+    """Keep the best child of each parent passage (hits carry the parent's text), so each
+    parent reaches the context once; ranks are renumbered."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Hit] = []
+    for h in hits:
+        if h.parent is not None:
+            key = (h.document_id, h.parent)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(replace(h, rank=len(out) + 1) if h.rank != len(out) + 1 else h)
+    return out
+
+
 class HybridSearcher:
     """Runs one collection's legs for a principal; holds no per-query state."""
 
@@ -66,6 +81,11 @@ class HybridSearcher:
         self.analyzer = analyzer
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragline-leg")
         self._lang_cache: dict[str, tuple[float, tuple[str, ...]]] = {}
+
+    @property
+    def has_parents(self) -> bool:
+        """Whether the collection is chunked parent–child (hits carry their parents)."""
+        return str(self.collection.chunker).startswith("parent-child")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -163,6 +183,8 @@ class HybridSearcher:
         legs: dict[str, list[tuple[int, float]]] = {}
         # with duplicate collapsing, look a little deeper so k distinct hits remain
         want = k if params.dedup_threshold is None else max(2 * k, k + 10)
+        if self.has_parents:  # several children of one parent collapse into one hit
+            want = max(want, 3 * k)
         n = max(want, params.depth) if mode == "hybrid" else want
         if mode in ("bm25", "hybrid"):
             fut = self._pool.submit(self._bm25, query, principal, n, params)
@@ -193,6 +215,8 @@ class HybridSearcher:
             name: {cid: i for i, (cid, _) in enumerate(res, 1)} for name, res in legs.items()
         }
         hits = to_hits(ranked, rows, stage=stage, leg_scores=leg_scores, leg_ranks=leg_ranks)
+        if self.has_parents:
+            hits = one_per_parent(hits)
         if params.dedup_threshold is not None:
             hits = collapse_duplicates(hits, threshold=params.dedup_threshold)
         hits = hits[:k]

@@ -184,8 +184,8 @@ def write_document(
             with conn.cursor() as cur:
                 with cur.copy(
                     "COPY chunks (id, document_id, collection_id, tenant, groups, ordinal, heading_path, "
-                    "page, char_start, char_end, header, text, token_count, n_terms, text_hash, embedding) "
-                    "FROM STDIN"
+                    "page, char_start, char_end, header, text, token_count, n_terms, text_hash, embedding, "
+                    "parent_ordinal) FROM STDIN"
                 ) as cp:
                     for cid, pc in zip(ids, chunks):
                         c = pc.chunk
@@ -207,8 +207,33 @@ def write_document(
                                 sum(pc.terms.values()),
                                 pc.text_hash,
                                 pc.embedding,
+                                c.parent.ordinal if c.parent is not None else None,
                             )
                         )
+                parents = {
+                    pc.chunk.parent.ordinal: pc.chunk.parent
+                    for pc in chunks
+                    if pc.chunk.parent is not None
+                }
+                if parents:
+                    with cur.copy(
+                        "COPY chunk_parents (document_id, ordinal, heading_path, page, char_start, "
+                        "char_end, header, text, token_count) FROM STDIN"
+                    ) as cp:
+                        for p in parents.values():
+                            cp.write_row(
+                                (
+                                    doc.id,
+                                    p.ordinal,
+                                    list(p.heading_path),
+                                    p.page,
+                                    p.char_start,
+                                    p.char_end,
+                                    p.header,
+                                    p.text,
+                                    p.token_count,
+                                )
+                            )
                 with cur.copy(
                     "COPY postings (collection_id, tenant, term, chunk_id, tf) FROM STDIN"
                 ) as cp:

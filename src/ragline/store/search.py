@@ -150,8 +150,10 @@ def vector_search(
 
 _HIT_SQL = """
 SELECT c.id, c.document_id, d.doc_key, d.title, d.source_uri, c.text, c.heading_path, c.page,
-       c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type, d.is_current, d.modified_at, d.language
+       c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type, d.is_current, d.modified_at, d.language,
+       p.ordinal, p.text, p.heading_path, p.page
 FROM chunks c JOIN documents d ON d.id = c.document_id
+LEFT JOIN chunk_parents p ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal
 WHERE c.id = ANY(%(ids)s) AND {acl}
 """
 
@@ -159,7 +161,12 @@ WHERE c.id = ANY(%(ids)s) AND {acl}
 def hydrate(
     db: Database, ids: Sequence[int], principal: Principal, *, include_history: bool = False
 ) -> dict[int, dict[str, Any]]:
-    """Chunk and document fields for ``ids`` — re-checked against the permission filter."""
+    """Chunk and document fields for ``ids`` — re-checked against the permission filter.
+
+    A child chunk (parent–child chunking) comes back with its parent's text, heading path
+    and page, the parent's ordinal in ``parent`` and its own text in
+    ``metadata["matched_text"]``.
+    """
     acl, acl_params = acl_sql(principal, "c", include_history=include_history)
     if not ids:
         return {}
@@ -187,6 +194,10 @@ def hydrate(
                 "language": r[15],
             },
         }
+        if r[16] is not None:
+            row = out[int(r[0])]
+            row["metadata"]["matched_text"] = row["text"]
+            row.update(parent=int(r[16]), text=r[17], heading_path=tuple(r[18] or ()), page=r[19])
     return out
 
 
