@@ -243,3 +243,78 @@ def test_eval_golden_per_stage(run, tmp_path):
     bad.write_text('{"id": "x"}\n')
     res = run("eval", "golden", "--docs", str(EXAMPLES), "--questions", str(bad), code=1)
     assert "bad.jsonl:1" in res.output
+
+
+def _mini_beir(tmp_path: Path, n_queries: int = 12, n_other: int = 60) -> Path:
+    """A small real BEIR set: SciFact queries, their relevant abstracts and some others."""
+    src = SHARED / "scifact"
+    qrels = [line.split("\t") for line in (src / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    qids = sorted({q for q, _, _ in qrels})[:n_queries]
+    wanted = {d for q, d, _ in qrels if q in qids}
+    out = tmp_path / "mini"
+    (out / "qrels").mkdir(parents=True)
+    others = 0
+    with (out / "corpus.jsonl").open("w") as f:
+        for line in (src / "corpus.jsonl").open():
+            doc = json.loads(line)
+            if doc["_id"] in wanted or others < n_other:
+                others += doc["_id"] not in wanted
+                f.write(line)
+    with (out / "queries.jsonl").open("w") as f:
+        for line in (src / "queries.jsonl").open():
+            if json.loads(line)["_id"] in qids:
+                f.write(line)
+    rows = ["query-id\tcorpus-id\tscore"] + ["\t".join(r) for r in qrels if r[0] in qids]
+    (out / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n")
+    return out
+
+
+@pytest.mark.skipif(not (SHARED / "scifact").exists(), reason="needs ../shared/data/scifact")
+def test_eval_retrieval_all_stages_with_report(run, tmp_path):
+    beir = _mini_beir(tmp_path)
+    report = tmp_path / "report.html"
+    out = json.loads(
+        run(
+            "eval",
+            "retrieval",
+            "--beir",
+            str(beir),
+            "--mode",
+            "all",
+            "--report",
+            str(report),
+            "--json",
+        ).output
+    )
+    assert set(out["stages"]) == {"bm25", "vector", "hybrid"}
+    assert out["mode"] == "all" and out["ndcg@10"] == out["stages"]["hybrid"]["ndcg@10"]
+    assert all(out["stages"][m]["queries"] == 12 for m in out["stages"])
+    assert out["stages"]["hybrid"]["recall@10"] > 0.5
+    html = report.read_text()
+    assert html.count("<svg") == 3 and "hybrid" in html and "ndcg@10" in html
+    table = run("eval", "retrieval", "--beir", str(beir), "--mode", "all").output
+    assert re.search(r"metric\s+bm25\s+vector\s+hybrid", table)
+    assert "documents_added" not in table
+
+
+def test_eval_golden_with_a_chunking_strategy_and_report(run, tmp_path):
+    report = tmp_path / "golden.html"
+    args = [
+        "eval",
+        "golden",
+        "--docs",
+        str(EXAMPLES),
+        "--questions",
+        str(REPO / "examples" / "questions.jsonl"),
+    ]
+    out = json.loads(
+        run(*args, "--chunking", "parent-child", "--report", str(report), "--json").output
+    )
+    assert out["chunker"].startswith("parent-child-v1:")
+    assert out["not_chunked"] == [] and out["queries"] == 20
+    assert out["recall@10"] >= 0.9
+    html = report.read_text()
+    assert html.count("<svg") == 3 and "parent-child" in html
+    # the default collection of the same docs is a different one, section-chunked
+    plain = json.loads(run(*args, "--json").output)
+    assert plain["chunker"].startswith("section-v1:")

@@ -48,6 +48,16 @@ def eval_group() -> None:
     """Evaluate retrieval (and later generation) on labelled sets."""
 
 
+_report = click.option(
+    "--report",
+    "report_file",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write an HTML report with a small chart per stage.",
+)
+HEADLINE = ("ndcg@10", "recall@5", "recall@10", "recall@100", "precision@5", "mrr@10", "map@100")
+
+
 @eval_group.command("retrieval")
 @click.option(
     "--beir",
@@ -59,9 +69,10 @@ def eval_group() -> None:
 @click.option("--split", default="test", show_default=True)
 @click.option(
     "--mode",
-    type=click.Choice(["bm25", "vector", "hybrid", "rerank"]),
+    type=click.Choice(["bm25", "vector", "hybrid", "rerank", "all"]),
     default="hybrid",
     show_default=True,
+    help="One stage, or all: bm25, vector, hybrid (and rerank when a reranker is configured).",
 )
 @click.option("--k", "k", default=10, show_default=True, help="Cut-off of the headline metrics.")
 @click.option(
@@ -72,6 +83,7 @@ def eval_group() -> None:
 )
 @_embedder
 @_chunking
+@_report
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def eval_retrieval(
@@ -84,6 +96,7 @@ def eval_retrieval(
     limit: int | None,
     embedder: str | None,
     chunking: str | None,
+    report_file: Path | None,
     as_json: bool,
 ) -> None:
     """Ingest a BEIR corpus into its own collection (reused on later runs) and score a mode."""
@@ -94,6 +107,9 @@ def eval_retrieval(
     if not obj.collection:
         obj.collection = _variant(beir_collection_name(name), embedder, chunking)
     index = obj.index(**_overrides(embedder, chunking))
+    modes = [mode]
+    if mode == "all":
+        modes = ["bm25", "vector", "hybrid"] + (["rerank"] if index.settings.reranker else [])
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
@@ -111,37 +127,53 @@ def eval_retrieval(
             )
             bar.update(1)
 
-    result = evaluate_beir(
-        index,
-        beir_dir,
-        split=split,
-        mode=mode,
-        k=k,
-        depth=depth,
-        limit=limit,
-        on_progress=on_progress,
-    )
+    stages: dict[str, dict[str, Any]] = {}
+    for m in modes:
+        stages[m] = evaluate_beir(
+            index,
+            beir_dir,
+            split=split,
+            mode=m,
+            k=k,
+            depth=depth,
+            limit=limit,
+            on_progress=on_progress,
+        )
     if bar is not None:
         bar.close()
+    result = dict(stages["hybrid" if mode == "all" else mode])
+    if mode == "all":
+        result["mode"] = "all"
+        result["stages"] = stages
+    if report_file is not None:
+        from ..evaluate.report import render_report
+
+        report_file.write_text(
+            render_report(
+                f"ragline eval retrieval: {result['dataset']} ({split})",
+                {**result, "stages": stages},
+            ),
+            encoding="utf-8",
+        )
     if as_json:
         import json
 
         click.echo(json.dumps(result, indent=2))
         return
     click.secho(
-        f"{result['dataset']} ({split}, {result['queries']} queries), mode {mode}", bold=True
+        f"{result['dataset']} ({split}, {result['queries']} queries), "
+        f"collection {result['collection']} ({result['embedder']}, {result['chunker']})",
+        bold=True,
     )
-    for key in (
-        "ndcg@10",
-        "recall@5",
-        "recall@10",
-        "recall@100",
-        "precision@5",
-        "mrr@10",
-        "map@100",
-    ):
-        click.echo(f"  {key:12} {result[key]:.4f}")
-    click.echo(f"  search p50 {result['search_p50_ms']} ms, p95 {result['search_p95_ms']} ms")
+    click.echo("  " + "metric".ljust(12) + "".join(m.rjust(10) for m in modes))
+    for key in HEADLINE:
+        click.echo("  " + key.ljust(12) + "".join(f"{stages[m][key]:10.4f}" for m in modes))
+    for m in modes:
+        click.echo(
+            f"  {m}: search p50 {stages[m]['search_p50_ms']} ms, p95 {stages[m]['search_p95_ms']} ms"
+        )
+    if report_file is not None:
+        click.echo(f"  report: {report_file}")
 
 
 @eval_group.command("golden")
@@ -161,6 +193,7 @@ def eval_retrieval(
 @click.option("--depth", default=100, show_default=True, help="Results per stage (and RRF depth).")
 @_embedder
 @_chunking
+@_report
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def eval_golden(
@@ -170,6 +203,7 @@ def eval_golden(
     depth: int,
     embedder: str | None,
     chunking: str | None,
+    report_file: Path | None,
     as_json: bool,
 ) -> None:
     """Score BM25, vector and hybrid retrieval on a golden question set over real documents."""
@@ -178,9 +212,16 @@ def eval_golden(
     if not obj.collection:
         base = "".join(c if c.isalnum() or c in "_.-" else "-" for c in docs.resolve().name)
         obj.collection = _variant("golden-" + base[:40], embedder, chunking)
-    result = evaluate_golden(
-        obj.index(**_overrides(embedder, chunking)), docs, questions, depth=depth
-    )
+    index = obj.index(**_overrides(embedder, chunking))
+    result = evaluate_golden(index, docs, questions, depth=depth)
+    result.update(embedder=index.collection.embedder, chunker=index.collection.chunker)
+    if report_file is not None:
+        from ..evaluate.report import render_report
+
+        report_file.write_text(
+            render_report(f"ragline eval golden: {questions.name} over {docs.name}", result),
+            encoding="utf-8",
+        )
     if as_json:
         import json
 

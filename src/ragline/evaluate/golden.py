@@ -102,8 +102,10 @@ def evaluate_golden(
     with index.db.connection() as conn:
         rows = conn.execute(
             "SELECT d.source_uri, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.collection_id = %s AND c.is_current",
-            (index.collection.id,),
+            "WHERE c.collection_id = %s AND c.is_current "
+            "UNION ALL SELECT d.source_uri, p.text FROM chunk_parents p "
+            "JOIN documents d ON d.id = p.document_id WHERE d.collection_id = %s AND d.is_current",
+            (index.collection.id, index.collection.id),
         ).fetchall()
     stored: dict[str, list[str]] = {}
     for src, text in rows:
