@@ -110,3 +110,42 @@ class ScriptedJSONServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._thread.join(timeout=5)
+
+
+class FakeChatServer(ScriptedJSONServer):
+    """An OpenAI-compatible ``/chat/completions`` and Anthropic ``/v1/messages`` server whose
+    replies come from ``reply(messages) -> str`` (default: echo the last user message).
+    Streams as server-sent events, one word per event, when the request asks to."""
+
+    def __init__(self, reply=None) -> None:
+        super().__init__()
+        self.reply = reply or (lambda messages: messages[-1]["content"])
+
+    def answer(self, path: str, body) -> tuple[int, object, dict[str, str]]:
+        import json
+        import re
+
+        messages = list(body.get("messages") or [])
+        if body.get("system"):
+            messages.insert(0, {"role": "system", "content": body["system"]})
+        for m in messages:  # Anthropic content blocks -> text
+            if isinstance(m["content"], list):
+                m["content"] = "\n".join(
+                    b.get("text") or b.get("source", {}).get("data", "") for b in m["content"]
+                )
+        text = self.reply(messages)
+        pieces = re.findall(r"\S+\s*|\s+", text) or [""]
+        anthropic = path.endswith("/v1/messages")
+        if not body.get("stream"):
+            if anthropic:
+                return 200, {"content": [{"type": "text", "text": text}]}, {}
+            return 200, {"choices": [{"message": {"role": "assistant", "content": text}}]}, {}
+        events = []
+        for p in pieces:
+            if anthropic:
+                ev = {"type": "content_block_delta", "delta": {"type": "text_delta", "text": p}}
+            else:
+                ev = {"choices": [{"delta": {"content": p}}]}
+            events.append(f"data: {json.dumps(ev)}\n\n")
+        events.append("data: [DONE]\n\n")
+        return 200, "".join(events).encode(), {}

@@ -6,7 +6,7 @@ used alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class Index:
         self.embedder: Any = None
         self.chunker: Any = None
         self._searcher: Any = None
+        self._chat: Any = None
         existing = find_collection(self.db, settings.collection)
         if embedder is not None:
             self._bind(embedder)
@@ -288,6 +289,33 @@ class Index:
             )
         return self._searcher
 
+    @property
+    def chat(self) -> Any:
+        """The configured chat model, or ``None`` for the extractive (no-LLM) default."""
+        if self.settings.generator == "extractive":
+            return None
+        if self._chat is None:
+            from .generate.llm import get_chat_model
+
+            self._chat = get_chat_model(
+                self.settings.generator, key_file=self.settings.generator_key_file
+            )
+        return self._chat
+
+    def planner(self, **techniques: bool) -> Any:
+        """The query-technique planner under the settings (``techniques`` override them)."""
+        from .retrieve.query import QueryPlanner
+
+        s = self.settings
+        flags = {
+            "rewrite": s.query_rewrite,
+            "multi_query": s.multi_query,
+            "decompose": s.decompose,
+            "hyde": s.hyde,
+            **{k: v for k, v in techniques.items() if v is not None},
+        }
+        return QueryPlanner(self.chat, **flags)
+
     def search_result(
         self,
         query: str,
@@ -298,8 +326,14 @@ class Index:
         mode: str | None = None,
         include_history: bool = False,
         filters: Mapping[str, Any] | Filters | None = None,
+        history: Sequence[Mapping[str, str]] = (),
+        techniques: Mapping[str, bool] | None = None,
     ) -> Any:
-        from .retrieve.search import SearchParams
+        """Search with the query techniques the settings enable (rewriting with
+        ``history``, multi-query, decomposition, HyDE); the plan rides on the result."""
+        from dataclasses import replace
+
+        from .retrieve.search import SearchParams, fuse_results
 
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
@@ -315,9 +349,21 @@ class Index:
         )
         if mode is None:
             mode = "rerank" if self.settings.reranker else "hybrid"
-        return self.searcher.search(
-            query, _principal(tenant, groups), k=k or self.settings.top_k, mode=mode, params=params
-        )
+        k = k or self.settings.top_k
+        principal = _principal(tenant, groups)
+        plan = self.planner(**dict(techniques or {})).plan(query, history)
+        results = [
+            self.searcher.search(
+                q,
+                principal,
+                k=k,
+                mode=mode,
+                params=params,
+                vector_text=plan.hyde if i == 0 else None,
+            )
+            for i, q in enumerate(plan.queries)
+        ]
+        return replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
 
     def search(
         self,
@@ -329,6 +375,7 @@ class Index:
         mode: str | None = None,
         include_history: bool = False,
         filters: Mapping[str, Any] | Filters | None = None,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> list[Hit]:
         """The top ``k`` chunks the caller may read, best first (current versions unless
         ``include_history``)."""
@@ -341,7 +388,27 @@ class Index:
                 mode=mode,
                 include_history=include_history,
                 filters=filters,
+                history=history,
             ).hits
+        )
+
+    def _generator(self) -> Any:
+        from .generate import ExtractiveAnswerer
+
+        s = self.settings
+        gate = {} if s.min_evidence is None else {"min_evidence": s.min_evidence}
+        if self.chat is None:
+            return ExtractiveAnswerer(language=s.language, **gate)
+        from .generate.llm_answerer import LLMAnswerer
+
+        return LLMAnswerer(
+            self.chat,
+            language=s.language,
+            support_threshold=s.support_threshold,
+            unsupported=s.unsupported_claims,
+            max_tokens=s.generator_max_tokens,
+            native_citations=s.native_citations,
+            **gate,
         )
 
     def ask(
@@ -353,20 +420,73 @@ class Index:
         k: int | None = None,
         mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
-        from .generate import ExtractiveAnswerer
+        from dataclasses import replace
 
         ctx = self.context(
-            question, tenant=tenant, groups=groups, k=k, mode=mode, filters=filters, reorder=False
+            question,
+            tenant=tenant,
+            groups=groups,
+            k=k,
+            mode=mode,
+            filters=filters,
+            reorder=False,
+            history=history,
         )
-        hits = ctx.passages
-        kwargs = (
-            {}
-            if self.settings.min_evidence is None
-            else {"min_evidence": self.settings.min_evidence}
+        gen = self._generator()
+        plan = ctx.plan
+        if self.chat is None:
+            answer = gen.answer(plan.question, ctx.passages)
+        else:
+            answer = gen.answer(plan.question, ctx.passages, history=history)
+        if plan.notes or plan.question != question:
+            answer = replace(answer, question=question, notes=(*plan.notes, *answer.notes))
+        return answer
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        k: int | None = None,
+        mode: str | None = None,
+        filters: Mapping[str, Any] | Filters | None = None,
+        history: Sequence[Mapping[str, str]] = (),
+    ) -> Iterator[str | Answer]:
+        """Text pieces as the generator writes them, then the final checked :class:`Answer`
+        (the extractive answerer yields its whole text at once)."""
+        if self.chat is None:
+            answer = self.ask(
+                question,
+                tenant=tenant,
+                groups=groups,
+                k=k,
+                mode=mode,
+                filters=filters,
+                history=history,
+            )
+            yield answer.text
+            yield answer
+            return
+        from dataclasses import replace
+
+        ctx = self.context(
+            question,
+            tenant=tenant,
+            groups=groups,
+            k=k,
+            mode=mode,
+            filters=filters,
+            reorder=False,
+            history=history,
         )
-        return ExtractiveAnswerer(language=self.settings.language, **kwargs).answer(question, hits)
+        for item in self._generator().stream(ctx.plan.question, ctx.passages, history=history):
+            if isinstance(item, Answer) and (ctx.plan.notes or ctx.plan.question != question):
+                item = replace(item, question=question, notes=(*ctx.plan.notes, *item.notes))
+            yield item
 
     def context(
         self,
@@ -378,23 +498,28 @@ class Index:
         mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
         reorder: bool = True,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> Any:
         """The passages a generator reads: top hits widened by their neighbour chunks,
-        at most ``context_max_per_doc`` per document, within ``context_tokens``."""
+        at most ``context_max_per_doc`` per document, within ``context_tokens``. The
+        query plan (rewritten question, techniques) is on ``.plan``."""
+        from dataclasses import replace
+
         from .retrieve.context import assemble
         from .store.search import neighbor_chunks
 
         principal = _principal(tenant, groups)
-        hits = self.search(
+        res = self.search_result(
             question,
             tenant=tenant,
             groups=groups,
             k=k or self.settings.answer_passages,
             mode=mode,
             filters=filters,
+            history=history,
         )
-        return assemble(
-            hits,
+        ctx = assemble(
+            res.hits,
             count_tokens=self.embedder.count_tokens,
             token_budget=self.settings.context_tokens,
             window=self.settings.context_window,
@@ -402,6 +527,7 @@ class Index:
             neighbors=lambda spots, w: neighbor_chunks(self.db, principal, spots, w),
             reorder=reorder,
         )
+        return replace(ctx, plan=res.plan)
 
     # -- admin ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

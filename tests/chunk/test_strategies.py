@@ -100,9 +100,7 @@ def _topic_doc() -> ParsedDocument:
         "Farmers welcome the rain after a dry and windy summer.",
         "After the storm the wind drops and the rain clears by Sunday.",
     ]
-    return ParsedDocument(
-        "Notes", (Block("paragraph", " ".join(cats + db + rain)),), "text/plain"
-    )
+    return ParsedDocument("Notes", (Block("paragraph", " ".join(cats + db + rain)),), "text/plain")
 
 
 def test_semantic_chunker_cuts_where_the_topic_changes(minilm) -> None:
@@ -113,7 +111,9 @@ def test_semantic_chunker_cuts_where_the_topic_changes(minilm) -> None:
     chunks = chunker.chunk(doc)
     topics = [
         {t for t, w in (("cat", "cat"), ("db", "postgresql"), ("rain", "rain")) if w in words}
-        for words in (set(c.text.lower().replace(".", " ").replace(",", " ").split()) for c in chunks)
+        for words in (
+            set(c.text.lower().replace(".", " ").replace(",", " ").split()) for c in chunks
+        )
     ]
     assert len(chunks) == 3, [c.text[:60] for c in chunks]
     assert topics == [{"cat"}, {"db"}, {"rain"}]
@@ -167,7 +167,9 @@ def test_parent_child_random_documents(seed: int, counter: str) -> None:
                 c.char_end - c.char_start
             )
         assert all(cov or ch.isspace() for ch, cov in zip(p.text, covered))
-    assert ParentChildChunker(child, overlap, count, parent_tokens=parent_tokens).chunk(doc) == chunks
+    assert (
+        ParentChildChunker(child, overlap, count, parent_tokens=parent_tokens).chunk(doc) == chunks
+    )
 
 
 def test_parent_smaller_than_child_is_refused() -> None:

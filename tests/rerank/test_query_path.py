@@ -13,7 +13,9 @@ from tests.rerank import build_tiny_cross_encoder
 
 def test_rerank_mode_reorders_fused_hits(pg_url, schema, tmp_path):
     model = build_tiny_cross_encoder(tmp_path / "ce")
-    idx = make_index(pg_url, schema, embedder=FakeEmbedder(), reranker=f"onnx:{model}", rerank_depth=20)
+    idx = make_index(
+        pg_url, schema, embedder=FakeEmbedder(), reranker=f"onnx:{model}", rerank_depth=20
+    )
     texts = [
         "battery charging dock cleaning weekly schedule",
         "the battery lasts ten hours on a full charge",

@@ -369,6 +369,12 @@ def _answer_dict(a: Any) -> dict[str, Any]:
         "abstained": a.abstained,
         "evidence": a.evidence,
         "generator": a.generator,
+        "grounded_ratio": a.grounded_ratio,
+        "notes": list(a.notes),
+        "claims": [
+            {"text": c.text, "cited": list(c.cited), "support": c.support, "supported": c.supported}
+            for c in a.claims
+        ],
         "citations": [
             {
                 "number": c.number,
@@ -391,6 +397,30 @@ def _answer_dict(a: Any) -> dict[str, Any]:
 @_groups
 @click.option("--k", "-k", default=None, type=int, help="Passages to read (default 5).")
 @_filter
+@click.option(
+    "--generator",
+    default=None,
+    help="extractive (default, no LLM), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf "
+    "(or set RAGLINE_GENERATOR).",
+)
+@click.option(
+    "--stream", is_flag=True, help="Print the answer as it is written; sources at the end."
+)
+@click.option(
+    "--multi-query",
+    is_flag=True,
+    default=None,
+    help="Search several rewordings (needs a generator).",
+)
+@click.option(
+    "--decompose", is_flag=True, default=None, help="Split compound questions (needs a generator)."
+)
+@click.option(
+    "--hyde",
+    is_flag=True,
+    default=None,
+    help="Search with a hypothetical answer (needs a generator).",
+)
 @_json
 @click.pass_obj
 def ask(
@@ -400,24 +430,59 @@ def ask(
     groups: str,
     k: int | None,
     filters: tuple[str, ...],
+    generator: str | None,
+    stream: bool,
+    multi_query: bool | None,
+    decompose: bool | None,
+    hyde: bool | None,
     as_json: bool,
 ) -> None:
     """Answer a question from the documents, citing each sentence's source as [n]."""
     from ..core.filters import Filters
+    from ..core.types import Answer
 
-    a = obj.index().ask(
-        question, tenant=tenant, groups=groups, k=k, filters=Filters.from_pairs(filters)
-    )
-    if as_json:
-        _echo_json(_answer_dict(a))
-        return
-    click.echo(a.text)
+    overrides: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("generator", generator),
+            ("multi_query", multi_query),
+            ("decompose", decompose),
+            ("hyde", hyde),
+        )
+        if value
+    }
+    index = obj.index(**overrides)
+    kwargs = {"tenant": tenant, "groups": groups, "k": k, "filters": Filters.from_pairs(filters)}
+    if stream and not as_json:
+        a = None
+        shown: list[str] = []
+        for item in index.ask_stream(question, **kwargs):
+            if isinstance(item, Answer):
+                a = item
+            else:
+                shown.append(item)
+                click.echo(item, nl=False)
+        click.echo("")
+        assert a is not None
+        if a.text.strip() != "".join(shown).strip():  # renumbered, marked or dropped claims
+            click.secho("\nChecked answer:", bold=True)
+            click.echo(a.text)
+    else:
+        a = index.ask(question, **kwargs)
+        if as_json:
+            _echo_json(_answer_dict(a))
+            return
+        click.echo(a.text)
     if a.citations:
         click.echo("")
         click.secho("Sources:", bold=True)
         for c in a.citations:
             page = f", page {c.page}" if c.page else ""
             click.echo(f"  [{c.number}] {c.location}{page} — {c.source}")
+    if a.grounded_ratio is not None:
+        click.echo(f"grounded: {a.grounded_ratio:.0%} of claims supported by their sources")
+    for note in a.notes:
+        click.secho(f"note: {note}", fg="yellow", err=True)
 
 
 @cli.command()

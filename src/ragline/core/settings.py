@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -78,6 +78,23 @@ class Settings(BaseModel):
         default=1500, ge=64, description="token budget of the packed context"
     )
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    generator: str = Field(
+        default="extractive",
+        description="extractive (no LLM) | openai:MODEL@URL | anthropic:MODEL | llamacpp:PATH.gguf",
+    )
+    generator_key_file: str | None = Field(
+        default=None, description="file holding the generator's API key (else its env variable)"
+    )
+    generator_max_tokens: int = Field(default=512, ge=16)
+    native_citations: bool = Field(
+        default=False, description="anthropic: use the Messages API citations feature"
+    )
+    unsupported_claims: Literal["keep", "mark", "drop"] = "mark"
+    support_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    query_rewrite: bool = Field(default=True, description="rewrite follow-ups using the history")
+    multi_query: bool = False
+    decompose: bool = False
+    hyde: bool = False
     keep_versions: int = Field(
         default=0,
         ge=0,

@@ -171,6 +171,14 @@ class Answer:
     hits: tuple[Hit, ...] = ()
     generator: str = "extractive"
     evidence: float = 0.0
+    grounded_ratio: float | None = None
+    """Supported claims / claims, from the verifier (LLM generators; ``None`` when not
+    checked)."""
+    claims: tuple[Any, ...] = ()
+    """Per-claim verification (:class:`ragline.generate.verify.ClaimCheck`)."""
+    notes: tuple[str, ...] = ()
+    """What the pipeline decided along the way (abstained before generation, dropped
+    claims, techniques skipped for want of a generator, …)."""
 
 
 ABSTAIN_SENTENCE = "The sources do not contain enough information to answer this question."

@@ -206,6 +206,11 @@ class ExtractiveAnswerer:
         self.language = language
         self._analyzer: Analyzer = get_analyzer(language)
 
+    def evidence(self, question: str, hits: Sequence[Hit]) -> float:
+        """How well the best hits cover the question, in [0, 1]: the score this answerer
+        abstains on, and the gate LLM generators use before spending a model call."""
+        return self._select(question, _distinct(hits)[: self.max_passages])[1]
+
     def answer(self, question: str, hits: Sequence[Hit]) -> Answer:
         """Cited sentences from ``hits`` (best first) answering ``question``, or abstention."""
         considered = _distinct(hits)[: self.max_passages]

@@ -38,6 +38,7 @@ class Context:
     expanded: dict[int, tuple[int, ...]] = field(
         default_factory=dict
     )  # passage chunk id → chunk ids merged
+    plan: Any = None  # the QueryPlan of the search that found the hits
 
 
 def lost_in_the_middle(items: Sequence[Any]) -> list[Any]:

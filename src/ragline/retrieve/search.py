@@ -32,6 +32,7 @@ class SearchResult:
     hits: tuple[Hit, ...]
     legs: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    plan: Any = None  # the QueryPlan (rewriting, multi-query, …) when techniques ran
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,12 @@ class HybridSearcher:
         return langs
 
     def _reranked(
-        self, query: str, principal: Principal, k: int, params: SearchParams
+        self,
+        query: str,
+        principal: Principal,
+        k: int,
+        params: SearchParams,
+        vector_text: str | None = None,
     ) -> SearchResult:
         """Hybrid top ``rerank_depth``, reordered by the reranker, cut to ``k``."""
         if self.reranker is None:
@@ -118,7 +124,12 @@ class HybridSearcher:
                 "(settings file or RAGLINE_RERANKER)"
             )
         fused = self.search(
-            query, principal, k=max(k, self.rerank_depth), mode="hybrid", params=params
+            query,
+            principal,
+            k=max(k, self.rerank_depth),
+            mode="hybrid",
+            params=params,
+            vector_text=vector_text,
         )
         t = time.perf_counter()
         hits = self.reranker.rerank(query, list(fused.hits), top_k=k)
@@ -170,14 +181,17 @@ class HybridSearcher:
         k: int = 10,
         mode: str = "hybrid",
         params: SearchParams = SearchParams(),
+        vector_text: str | None = None,
     ) -> SearchResult:
+        """Top ``k`` permitted chunks for ``query``; the vector leg embeds
+        ``vector_text`` instead when given (HyDE)."""
         validate_principal(principal)
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}; choose one of: {', '.join(MODES)}")
         if k <= 0:
             raise ConfigError(f"k must be a positive number of results, got {k}")
         if mode == "rerank":
-            return self._reranked(query, principal, k, params)
+            return self._reranked(query, principal, k, params, vector_text)
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         legs: dict[str, list[tuple[int, float]]] = {}
@@ -190,7 +204,7 @@ class HybridSearcher:
             fut = self._pool.submit(self._bm25, query, principal, n, params)
         if mode in ("vector", "hybrid"):
             legs["vector"], timings["embed_query"], timings["vector"] = self._vector(
-                query, principal, n, params
+                vector_text or query, principal, n, params
             )
         if mode in ("bm25", "hybrid"):
             legs["bm25"], timings["bm25"] = fut.result()
@@ -229,3 +243,40 @@ class HybridSearcher:
             legs={name: tuple(res) for name, res in legs.items()},
             timings_ms=timings,
         )
+
+
+def fuse_results(results: Sequence[SearchResult], k: int, rrf_k: int = RRF_K) -> SearchResult:
+    """One result from the searches of several queries (multi-query, sub-questions): hits
+    fused by RRF over the per-query rankings, each chunk once; timings summed."""
+    if len(results) == 1:
+        return results[0]
+    ranked = reciprocal_rank_fusion(
+        {str(i): [h.chunk_id for h in r.hits] for i, r in enumerate(results)}, k=rrf_k
+    )
+    by_id: dict[int, Hit] = {}
+    for r in results:
+        for h in r.hits:
+            by_id.setdefault(h.chunk_id, h)
+    hits = []
+    for cid, score in ranked[:k]:
+        h = by_id[cid]
+        hits.append(
+            replace(
+                h,
+                score=score,
+                rank=len(hits) + 1,
+                scores={**h.scores, "queries": score},
+                ranks={**h.ranks, "queries": len(hits) + 1},
+            )
+        )
+    timings: dict[str, float] = {}
+    for r in results:
+        for name, ms in r.timings_ms.items():
+            timings[name] = timings.get(name, 0.0) + ms
+    return SearchResult(
+        query=results[0].query,
+        mode=results[0].mode,
+        hits=tuple(hits),
+        legs=results[0].legs,
+        timings_ms=timings,
+    )
