@@ -520,7 +520,8 @@ class Index:
         )
         ctx = assemble(
             res.hits,
-            count_tokens=self.embedder.count_tokens,
+            # the budget is the generator's: its tokenizer counts (the embedder's for extractive)
+            count_tokens=self.chat.count_tokens if self.chat else self.embedder.count_tokens,
             token_budget=self.settings.context_tokens,
             window=self.settings.context_window,
             max_per_doc=self.settings.context_max_per_doc,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.errors import ConfigError, MissingDependencyError, RaglineError
-from ..embed.openai_api import _server_message, post_with_retries
+from ..embed.openai_api import _server_message, estimate_tokens, post_with_retries
 
 Message = Mapping[str, Any]
 """``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -51,6 +51,8 @@ class ChatModel(Protocol):
     """What generators and query techniques need from a language model."""
 
     name: str
+
+    def count_tokens(self, text: str) -> int: ...
 
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
@@ -103,6 +105,11 @@ class _HTTPChat:
 
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int:
+        """A conservative estimate (the served tokenizer is not at hand): the larger of
+        1.3 × words and UTF-8 bytes / 4, so the context budget errs small."""
+        return estimate_tokens(text)
 
     def _hint(self, status: int | None) -> str:
         if status in (401, 403):
@@ -360,6 +367,10 @@ class LlamaCppChat:
         self._llm = Llama(
             model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0
         )
+
+    def count_tokens(self, text: str) -> int:
+        """Exact, with the model's own tokenizer."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False))
 
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
