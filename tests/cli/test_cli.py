@@ -318,3 +318,36 @@ def test_eval_golden_with_a_chunking_strategy_and_report(run, tmp_path):
     # the default collection of the same docs is a different one, section-chunked
     plain = json.loads(run(*args, "--json").output)
     assert plain["chunker"].startswith("section-v1:")
+
+
+@pytest.mark.skipif(not (SHARED / "squad2-dev").exists(), reason="needs ../shared/data/squad2-dev")
+def test_eval_qa_reports_answer_and_abstention_metrics(run):
+    data = SHARED / "squad2-dev"
+    args = [
+        "eval",
+        "qa",
+        "--passages",
+        str(data / "passages.jsonl"),
+        "--questions",
+        str(data / "qa.jsonl"),
+    ]
+    out = json.loads(run(*args, "--limit", "20", "--json").output)
+    for key in (
+        "answer_recall",
+        "token_f1",
+        "abstain_precision",
+        "abstain_recall",
+        "abstain_f1",
+        "citation_validity",
+        "faithfulness",
+        "questions",
+    ):
+        assert key in out
+    assert out["questions"] == 20 and out["generator"] == "extractive"
+    assert out["answerable"] + out["unanswerable"] == 20
+    assert 0.4 <= out["answer_recall"] <= 1.0  # 0.75 measured on 200 questions
+    assert out["faithfulness"] == 1.0  # extractive answers quote their sources
+    again = json.loads(run(*args, "--limit", "20", "--json").output)
+    assert again["passages_added"] == 0 and again["answer_recall"] == out["answer_recall"]
+    table = run(*args, "--limit", "3").output
+    assert "abstain_f1" in table and "3 questions" in table

@@ -228,3 +228,82 @@ def eval_golden(
         click.echo(json.dumps(result, indent=2))
     else:
         click.echo(render_table(result))
+
+
+@eval_group.command("qa")
+@click.option(
+    "--passages",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON lines: {_id, title, text}.",
+)
+@click.option(
+    "--questions",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON lines: {id, question, passage_id, is_impossible, answers}.",
+)
+@click.option("--limit", default=None, type=int, help="A deterministic sample of N questions.")
+@click.option(
+    "--generator",
+    default=None,
+    help="extractive (default), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf.",
+)
+@_embedder
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_obj
+def eval_qa(
+    obj: Any,
+    passages: Path,
+    questions: Path,
+    limit: int | None,
+    generator: str | None,
+    embedder: str | None,
+    as_json: bool,
+) -> None:
+    """Score answers end to end: recall, token F1, abstention, citations, faithfulness."""
+    from ..evaluate.qa import evaluate_qa
+
+    if not obj.collection:
+        base = "".join(c if c.isalnum() or c in "_.-" else "-" for c in passages.parent.name)
+        obj.collection = _variant("qa-" + base[:40], embedder, None)
+    overrides = _overrides(embedder, None)
+    if generator:
+        overrides["generator"] = generator
+    index = obj.index(**overrides)
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(unit="q", file=sys.stderr, desc="ask", dynamic_ncols=True)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(1)
+
+    result = evaluate_qa(index, passages, questions, limit=limit, on_progress=progress)
+    if bar is not None:
+        bar.close()
+    if as_json:
+        import json
+
+        click.echo(json.dumps(result, indent=2))
+        return
+    click.secho(
+        f"{result['questions']} questions ({result['unanswerable']} unanswerable), "
+        f"generator {result['generator']}",
+        bold=True,
+    )
+    for key in (
+        "answer_recall",
+        "token_f1",
+        "abstain_precision",
+        "abstain_recall",
+        "abstain_f1",
+        "citation_validity",
+        "faithfulness",
+        "grounded_ratio",
+    ):
+        value = result[key]
+        click.echo(f"  {key:18} {'n/a' if value is None else f'{value:.4f}'}")

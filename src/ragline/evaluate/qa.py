@@ -1,0 +1,187 @@
+"""``ragline eval qa``: answer quality on a SQuAD-style set, per generator.
+
+Layout: ``passages.jsonl`` (``_id``, ``title``, ``text``) and ``qa.jsonl`` (``id``,
+``question``, ``passage_id``, ``is_impossible``, ``answers``). The passages go into their
+own collection; every question runs the whole online path (retrieval, context, the
+configured generator, verification). Metrics:
+
+* ``answer_recall`` — answerable questions whose answer contains a gold answer (SQuAD
+  normalization, citation markers stripped, whole words); an abstention is a miss;
+* ``token_f1`` — SQuAD token F1 against the best gold answer; on an unanswerable question
+  1 for an abstention, else 0 (the SQuAD 2.0 convention);
+* ``abstain_precision`` / ``abstain_recall`` / ``abstain_f1`` — abstention as the
+  prediction of "unanswerable";
+* ``citation_validity`` — citations of answered questions pointing at the gold passage or
+  at a passage containing a gold answer;
+* ``faithfulness`` — RAGAS-style supported claims / claims, by the lexical support scorer
+  of :mod:`ragline.generate.verify`, over answered questions (every generator, so they
+  compare on one scale); ``grounded_ratio`` — the generator's own verifier, where it has one.
+
+``limit`` takes a deterministic sample: the questions with the smallest SHA-256 of their id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.types import Answer, Hit
+
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalization: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def contains_answer(text: str, answers: Sequence[str]) -> bool:
+    padded = f" {normalize_answer(text)} "
+    return any(n and f" {n} " in padded for n in (normalize_answer(a) for a in answers))
+
+
+def token_f1(prediction: str, answers: Sequence[str]) -> float:
+    """The best SQuAD token F1 of ``prediction`` against the gold ``answers``."""
+    pred = normalize_answer(prediction).split()
+    best = 0.0
+    for gold in answers:
+        g = normalize_answer(gold).split()
+        common = sum((Counter(pred) & Counter(g)).values())
+        if not common:
+            continue
+        p, r = common / len(pred), common / len(g)
+        best = max(best, 2 * p * r / (p + r))
+    return best
+
+
+def load_qa(passages: Path, questions: Path) -> tuple[list[dict], list[dict]]:
+    def read(path: Path, keys: tuple[str, ...]) -> list[dict]:
+        out = []
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise ConfigError(f"{path}:{n}: not JSON ({exc})") from None
+                missing = [k for k in keys if k not in row]
+                if missing:
+                    raise ConfigError(f"{path}:{n}: missing key(s) {', '.join(missing)}")
+                out.append(row)
+        return out
+
+    return (
+        read(passages, ("_id", "title", "text")),
+        read(questions, ("id", "question", "passage_id", "is_impossible", "answers")),
+    )
+
+
+def sample(qa: list[dict], limit: int | None) -> list[dict]:
+    if not limit or limit >= len(qa):
+        return qa
+    return sorted(qa, key=lambda q: hashlib.sha256(str(q["id"]).encode()).hexdigest())[:limit]
+
+
+def evaluate_qa(
+    index: Any,
+    passages_file: Path,
+    questions_file: Path,
+    *,
+    limit: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    from ..analysis.analyzer import get_analyzer
+    from ..generate import strip_markers
+    from ..generate.verify import check_claims
+    from ..ingest.sources import text_source
+
+    passages, qa = load_qa(passages_file, questions_file)
+    qa = sample(qa, limit)
+    report = index.ingest_sources([text_source(p["_id"], p["title"], p["text"]) for p in passages])
+    text_of = {p["_id"]: p["text"] for p in passages}
+    terms = get_analyzer(index.settings.language).terms
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(qa):
+        t = time.perf_counter()
+        a: Answer = index.ask(q["question"])
+        ms = (time.perf_counter() - t) * 1000
+        gold = list(q["answers"])
+        body = strip_markers(a.text)
+        cites = [
+            c.doc_key == q["passage_id"]
+            or (bool(gold) and contains_answer(text_of.get(c.doc_key, ""), gold))
+            for c in a.citations
+        ]
+        by_chunk = {h.chunk_id: h for h in a.hits}
+        cited_hits: list[Hit] = [
+            by_chunk[c.chunk_id] for c in a.citations if c.chunk_id in by_chunk
+        ]
+        claims = [] if a.abstained else check_claims(a.text, cited_hits, terms)
+        rows.append(
+            {
+                "impossible": bool(q["is_impossible"]),
+                "abstained": a.abstained,
+                "hit": bool(gold) and not a.abstained and contains_answer(body, gold),
+                "f1": (1.0 if a.abstained else 0.0)
+                if q["is_impossible"] or not gold
+                else (0.0 if a.abstained else token_f1(body, gold)),
+                "cites": cites,
+                "claims": [c.supported for c in claims],
+                "grounded": a.grounded_ratio,
+                "ms": ms,
+            }
+        )
+        if on_progress:
+            on_progress(i + 1, len(qa))
+    return {
+        **qa_metrics(rows),
+        "generator": index.settings.generator,
+        "collection": index.collection.name,
+        "passages_added": len(report.added),
+        "answer_ms_mean": round(sum(r["ms"] for r in rows) / max(len(rows), 1), 1),
+        "elapsed_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def qa_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    answerable = [r for r in rows if not r["impossible"]]
+    impossible = [r for r in rows if r["impossible"]]
+    abstained = [r for r in rows if r["abstained"]]
+    tp = sum(r["impossible"] for r in abstained)
+    p = tp / len(abstained) if abstained else 0.0
+    rc = tp / len(impossible) if impossible else 0.0
+    cites = [ok for r in rows if not r["abstained"] for ok in r["cites"]]
+    claims = [ok for r in rows if not r["abstained"] for ok in r["claims"]]
+    grounded = [r["grounded"] for r in rows if not r["abstained"] and r["grounded"] is not None]
+
+    def rnd(x: float | None) -> float | None:
+        return None if x is None else round(x, 4)
+
+    return {
+        "questions": len(rows),
+        "answerable": len(answerable),
+        "unanswerable": len(impossible),
+        "answer_recall": rnd(sum(r["hit"] for r in answerable) / len(answerable))
+        if answerable
+        else None,
+        "token_f1": rnd(sum(r["f1"] for r in rows) / len(rows)) if rows else None,
+        "abstain_precision": rnd(p),
+        "abstain_recall": rnd(rc),
+        "abstain_f1": rnd(2 * p * rc / (p + rc) if p + rc else 0.0),
+        "answered": len(rows) - len(abstained),
+        "citation_validity": rnd(sum(cites) / len(cites)) if cites else None,
+        "faithfulness": rnd(sum(claims) / len(claims)) if claims else None,
+        "grounded_ratio": rnd(sum(grounded) / len(grounded)) if grounded else None,
+    }
