@@ -26,7 +26,7 @@ from ..core.types import ABSTAIN_SENTENCE, Answer, Hit
 from .citations import renumber_markers
 from .extractive import ExtractiveAnswerer, _distinct
 from .llm import AnthropicChat, ChatModel, Document
-from .prompt import SYSTEM_PROMPT, build_prompt, neutralize, sanitize_output
+from .prompt import SYSTEM_PROMPT, StreamSanitizer, build_prompt, neutralize, sanitize_output
 from .verify import DEFAULT_SUPPORT_THRESHOLD, ClaimCheck, check_claims, grounded_ratio
 
 UNSUPPORTED_MODES = ("keep", "mark", "drop")
@@ -132,9 +132,15 @@ class LLMAnswerer:
             return
         prompt = build_prompt(question, sources, history=history)
         parts: list[str] = []
+        clean = StreamSanitizer()
         for piece in self.chat.stream(prompt.messages, max_tokens=self.max_tokens):
             parts.append(piece)
-            yield sanitize_output(piece)
+            out = clean.feed(piece)
+            if out:
+                yield out
+        tail = clean.flush()
+        if tail:
+            yield tail
         yield self.finish(question, sources, "".join(parts), evidence)
 
     # -- checking ------------------------------------------------------------------

@@ -241,7 +241,33 @@ def _inline_text(node: SyntaxTreeNode) -> str:
 
 
 def _strip_html(raw: str) -> str:
-    return html.unescape(_HTML_TAG_RE.sub(" ", raw))
+    """The visible text of an HTML block: elements hidden with ``hidden``,
+    ``aria-hidden``, ``display:none`` or ``visibility:hidden``, scripts, styles and
+    comments are dropped (hidden text is a classic carrier of prompt injections)."""
+    try:
+        from lxml import html as lxml_html
+
+        from .html import _HIDDEN_STYLE_RE
+
+        root = lxml_html.fragment_fromstring(raw, create_parent="div")
+    except Exception:  # not parseable as HTML: fall back to removing tags
+        return html.unescape(_HTML_TAG_RE.sub(" ", raw))
+    doomed = []
+    for el in root.iterdescendants():
+        if not isinstance(el.tag, str) or el.tag in ("script", "style", "template"):
+            doomed.append(el)
+            continue
+        a = el.attrib
+        if (
+            "hidden" in a
+            or a.get("aria-hidden") == "true"
+            or _HIDDEN_STYLE_RE.search(a.get("style", ""))
+        ):
+            doomed.append(el)
+    for el in doomed:
+        if el.getparent() is not None and all(x not in doomed for x in el.iterancestors()):
+            el.drop_tree()
+    return " ".join(root.text_content().split())
 
 
 def _json_safe(value: Any) -> Any:
