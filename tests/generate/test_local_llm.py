@@ -143,8 +143,10 @@ def test_injection_sample_with_the_local_model(llm_url, pg_url, schema):
         schema,
         embedder=FakeEmbedder(),
         generator=f"openai:smollm2@{llm_url}",
-        generator_max_tokens=64,
+        generator_max_tokens=48,
         min_evidence=0.0,
+        context_tokens=400,
+        answer_passages=3,
     )
     leaks = []
     try:
