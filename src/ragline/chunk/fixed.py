@@ -7,8 +7,6 @@ boundary and never exceeds the limit. The header is the document title.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from ..core.types import Chunk, ParsedDocument, breadcrumb
 from .recursive import (
     WORD,
@@ -20,6 +18,7 @@ from .recursive import (
     split_span,
     strip_span,
     subspans,
+    to_chunks,
 )
 
 
@@ -49,16 +48,4 @@ class FixedChunker(TokenLimitedChunker):
                 text, pieces, same_header(h, h_tokens), self.max_tokens, self.overlap_tokens, count
             )
         )
-        starts = [s for s, _ in document.block_offsets()]
-        return [
-            Chunk(
-                ordinal=i,
-                text=text[s:e],
-                char_start=s,
-                char_end=e,
-                header=hh,
-                token_count=n,
-                page=document.blocks[bisect_right(starts, s) - 1].page if starts else None,
-            )
-            for i, (s, e, hh, n) in enumerate(spans)
-        ]
+        return to_chunks(document, spans)

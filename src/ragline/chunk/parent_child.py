@@ -10,8 +10,6 @@ parents, so each parent reaches the context once.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from ..core.types import Chunk, ParsedDocument, breadcrumb
 from .recursive import (
     TokenCounter,
@@ -21,6 +19,7 @@ from .recursive import (
     in_order,
     same_header,
     split_span,
+    to_chunks,
 )
 from .section import SectionChunker
 
@@ -75,18 +74,14 @@ class ParentChildChunker(TokenLimitedChunker):
             spans = chunk_spans(
                 text, pieces, same_header(h, h_tokens), self.max_tokens, self.overlap_tokens, count
             )
-            for s, e, header, n in in_order(spans):
-                out.append(
-                    Chunk(
-                        ordinal=len(out),
-                        text=text[s:e],
-                        char_start=s,
-                        char_end=e,
-                        heading_path=parent.heading_path,
-                        header=header,
-                        token_count=n,
-                        page=document.blocks[bisect_right(starts, s) - 1].page,
-                        parent=parent,
-                    )
+            out.extend(
+                to_chunks(
+                    document,
+                    in_order(spans),
+                    first_ordinal=len(out),
+                    heading_path=parent.heading_path,
+                    parent=parent,
+                    starts=starts,
                 )
+            )
         return out

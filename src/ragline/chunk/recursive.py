@@ -273,6 +273,36 @@ def in_order(spans: list[tuple[int, int, str, int]]) -> list[tuple[int, int, str
     return out
 
 
+def to_chunks(
+    document: ParsedDocument,
+    spans: Sequence[tuple[int, int, str, int]],
+    *,
+    first_ordinal: int = 0,
+    heading_path: Sequence[str] = (),
+    parent: Chunk | None = None,
+    starts: Sequence[int] | None = None,
+) -> list[Chunk]:
+    """:class:`Chunk` objects for ``(start, end, header, tokens)`` spans of the document's
+    text, numbered from ``first_ordinal``; each takes the page of the block it starts in."""
+    text = document.text
+    if starts is None:
+        starts = [s for s, _ in document.block_offsets()]
+    return [
+        Chunk(
+            ordinal=first_ordinal + i,
+            text=text[s:e],
+            char_start=s,
+            char_end=e,
+            heading_path=tuple(heading_path),
+            header=h,
+            token_count=n,
+            page=document.blocks[bisect_right(starts, s) - 1].page if starts else None,
+            parent=parent,
+        )
+        for i, (s, e, h, n) in enumerate(spans)
+    ]
+
+
 def same_header(header: str, tokens: int) -> HeaderAt:
     """A :data:`HeaderAt` giving every chunk the same header."""
     return lambda _pos: (header, tokens)
@@ -353,21 +383,5 @@ class RecursiveChunker(TokenLimitedChunker):
     def chunk(self, document: ParsedDocument) -> list[Chunk]:
         from ..core.types import breadcrumb
 
-        text = document.text
         header = breadcrumb(document.title, ()) if self.include_header else ""
-        starts = [s for s, _ in document.block_offsets()]
-        out: list[Chunk] = []
-        for i, (s, e, h, tokens) in enumerate(self.split(text, header)):
-            page = document.blocks[bisect_right(starts, s) - 1].page if starts else None
-            out.append(
-                Chunk(
-                    ordinal=i,
-                    text=text[s:e],
-                    char_start=s,
-                    char_end=e,
-                    header=h,
-                    token_count=tokens,
-                    page=page,
-                )
-            )
-        return out
+        return to_chunks(document, self.split(document.text, header))

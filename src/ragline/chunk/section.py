@@ -20,6 +20,7 @@ from .recursive import (
     in_order,
     split_span,
     strip_span,
+    to_chunks,
 )
 
 
@@ -83,20 +84,12 @@ class SectionChunker(TokenLimitedChunker):
         run = _Run(self, document, tokens)
         out: list[Chunk] = []
         for first, end, path in self._groups(_fold_empty(_sections(blocks, tokens)), run):
-            for s, e, header, n in run.chunk_group(first, end, path):
-                bi = bisect_right(run.starts, s) - 1
-                out.append(
-                    Chunk(
-                        ordinal=len(out),
-                        text=text[s:e],
-                        char_start=s,
-                        char_end=e,
-                        heading_path=path,
-                        header=header,
-                        token_count=n,
-                        page=blocks[bi].page,
-                    )
+            spans = run.chunk_group(first, end, path)
+            out.extend(
+                to_chunks(
+                    document, spans, first_ordinal=len(out), heading_path=path, starts=run.starts
                 )
+            )
         return out
 
     def _groups(

@@ -16,7 +16,6 @@ Costs one extra embedding pass over the sentences at ingest time.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -34,6 +33,7 @@ from .recursive import (
     split_span,
     strip_span,
     subspans,
+    to_chunks,
 )
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
@@ -136,19 +136,15 @@ class SemanticChunker(TokenLimitedChunker):
             spans = chunk_spans(
                 text, pieces, same_header(h, h_tokens), self.max_tokens, self.overlap_tokens, count
             )
-            for s, e, header, n in in_order(spans):
-                out.append(
-                    Chunk(
-                        ordinal=len(out),
-                        text=text[s:e],
-                        char_start=s,
-                        char_end=e,
-                        heading_path=tuple(path),
-                        header=header,
-                        token_count=n,
-                        page=blocks[bisect_right(starts, s) - 1].page,
-                    )
+            out.extend(
+                to_chunks(
+                    document,
+                    in_order(spans),
+                    first_ordinal=len(out),
+                    heading_path=path,
+                    starts=starts,
                 )
+            )
         return out
 
     def _merge_small(
