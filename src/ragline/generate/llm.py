@@ -90,18 +90,41 @@ def _sse_events(resp: Any) -> Iterator[dict[str, Any]]:
 
 
 class _HTTPChat:
-    """Shared request plumbing of the HTTP backends."""
+    """Shared request plumbing of the HTTP backends; subclasses name their endpoint."""
 
-    name: str
-    url: str
+    prefix = ""
+    path = ""
+    default_base_url = ""
+    default_key_env = ""
 
-    def __init__(self, *, timeout: float, max_retries: int, backoff_s: float) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        api_key_env: str | None = "",
+        key_file: str | Path | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+    ) -> None:
+        base_url = base_url or self.default_base_url
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if not model:
+            raise ConfigError(f"name the served chat model: {self.prefix}:MODEL@http://host:port")
         if timeout <= 0 or max_retries < 0:
             raise ConfigError("timeout must be > 0 and max_retries ≥ 0")
+        self.model = model
+        self.url = base_url.rstrip("/") + self.path
+        self.name = f"{self.prefix}:{model}"
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.requests = 0
+        # "" = the backend's usual variable; None = send no key
+        self._key_env = self.default_key_env if api_key_env == "" else api_key_env
+        self._key_file = key_file
 
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
@@ -168,27 +191,10 @@ class _HTTPChat:
 class OpenAIChat(_HTTPChat):
     """An OpenAI-compatible ``POST {base_url}/chat/completions``."""
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str = "https://api.openai.com/v1",
-        *,
-        api_key_env: str | None = "OPENAI_API_KEY",
-        key_file: str | Path | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        backoff_s: float = 0.5,
-    ) -> None:
-        super().__init__(timeout=timeout, max_retries=max_retries, backoff_s=backoff_s)
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if not model:
-            raise ConfigError("name the served chat model: openai:MODEL@http://host:port/v1")
-        self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.name = f"openai:{model}"
-        self._key_env = api_key_env
-        self._key_file = key_file
+    prefix = "openai"
+    path = "/chat/completions"
+    default_base_url = "https://api.openai.com/v1"
+    default_key_env = "OPENAI_API_KEY"
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -231,26 +237,10 @@ class AnthropicChat(_HTTPChat):
     """The Anthropic Messages API (``POST {base_url}/v1/messages``)."""
 
     VERSION = "2023-06-01"
-
-    def __init__(
-        self,
-        model: str,
-        base_url: str = "https://api.anthropic.com",
-        *,
-        api_key_env: str | None = "ANTHROPIC_API_KEY",
-        key_file: str | Path | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        backoff_s: float = 0.5,
-    ) -> None:
-        super().__init__(timeout=timeout, max_retries=max_retries, backoff_s=backoff_s)
-        if not model:
-            raise ConfigError("name the model: anthropic:MODEL")
-        self.model = model
-        self.url = base_url.rstrip("/") + "/v1/messages"
-        self.name = f"anthropic:{model}"
-        self._key_env = api_key_env
-        self._key_file = key_file
+    prefix = "anthropic"
+    path = "/v1/messages"
+    default_base_url = "https://api.anthropic.com"
+    default_key_env = "ANTHROPIC_API_KEY"
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "anthropic-version": self.VERSION}
