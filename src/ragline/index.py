@@ -423,26 +423,17 @@ class Index:
         history: Sequence[Mapping[str, str]] = (),
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
-        from dataclasses import replace
-
-        ctx = self.context(
+        *_, answer = self.ask_stream(
             question,
             tenant=tenant,
             groups=groups,
             k=k,
             mode=mode,
             filters=filters,
-            reorder=False,
             history=history,
+            stream=False,
         )
-        gen = self._generator()
-        plan = ctx.plan
-        if self.chat is None:
-            answer = gen.answer(plan.question, ctx.passages)
-        else:
-            answer = gen.answer(plan.question, ctx.passages, history=history)
-        if plan.notes or plan.question != question:
-            answer = replace(answer, question=question, notes=(*plan.notes, *answer.notes))
+        assert isinstance(answer, Answer)
         return answer
 
     def ask_stream(
@@ -455,22 +446,10 @@ class Index:
         mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
         history: Sequence[Mapping[str, str]] = (),
+        stream: bool = True,
     ) -> Iterator[str | Answer]:
         """Text pieces as the generator writes them, then the final checked :class:`Answer`
-        (the extractive answerer yields its whole text at once)."""
-        if self.chat is None:
-            answer = self.ask(
-                question,
-                tenant=tenant,
-                groups=groups,
-                k=k,
-                mode=mode,
-                filters=filters,
-                history=history,
-            )
-            yield answer.text
-            yield answer
-            return
+        (the extractive answerer, or ``stream=False``, yields the whole text at once)."""
         from dataclasses import replace
 
         ctx = self.context(
@@ -483,9 +462,19 @@ class Index:
             reorder=False,
             history=history,
         )
-        for item in self._generator().stream(ctx.plan.question, ctx.passages, history=history):
-            if isinstance(item, Answer) and (ctx.plan.notes or ctx.plan.question != question):
-                item = replace(item, question=question, notes=(*ctx.plan.notes, *item.notes))
+        plan, gen = ctx.plan, self._generator()
+        if self.chat is None:
+            items: Iterable[str | Answer] = [gen.answer(plan.question, ctx.passages)]
+        elif stream:
+            items = gen.stream(plan.question, ctx.passages, history=history)
+        else:
+            items = [gen.answer(plan.question, ctx.passages, history=history)]
+        for item in items:
+            if isinstance(item, Answer):
+                if plan.notes or plan.question != question:
+                    item = replace(item, question=question, notes=(*plan.notes, *item.notes))
+                if stream and self.chat is None:  # the extractive answer comes whole
+                    yield item.text
             yield item
 
     def context(
