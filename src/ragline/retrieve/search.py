@@ -20,6 +20,7 @@ from ..store.filters import validate_principal
 from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_search
 from .dedup import collapse_duplicates
 from .fusion import RRF_DEPTH, RRF_K, reciprocal_rank_fusion
+from .identifiers import promote_identifiers
 
 Mode = Literal["bm25", "vector", "hybrid", "rerank"]
 MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "rerank")
@@ -45,6 +46,8 @@ class SearchParams:
     dedup_threshold: float | None = 0.85
     filters: Filters | None = None
     """Collapse (near-)duplicate hits at this estimated Jaccard similarity; None: keep all."""
+    promote_identifiers: bool = True
+    """Hybrid: hits holding the query's exact identifiers (``ERR_4021``) go first."""
 
 
 def one_per_parent(hits: Sequence[Hit]) -> list[Hit]:
@@ -231,6 +234,8 @@ class HybridSearcher:
         hits = to_hits(ranked, rows, stage=stage, leg_scores=leg_scores, leg_ranks=leg_ranks)
         if self.has_parents:
             hits = one_per_parent(hits)
+        if mode == "hybrid" and params.promote_identifiers:
+            hits = promote_identifiers(query, hits)
         if params.dedup_threshold is not None:
             hits = collapse_duplicates(hits, threshold=params.dedup_threshold)
         hits = hits[:k]
