@@ -54,6 +54,7 @@ class Index:
     def _bind(self, embedder: Any) -> None:
         """Fix the embedder (and a chunker sized for it) and open or create the collection."""
         from .chunk import make_chunker, strategy_of
+        from .chunk.contextual import CTX_SUFFIX, ContextualChunker
         from .store.collections import ensure_collection, find_collection
 
         s = self.settings
@@ -81,6 +82,13 @@ class Index:
             child_tokens=s.child_max_tokens,
             percentile=s.semantic_percentile,
         )
+        contextual = (
+            existing.chunker.endswith(CTX_SUFFIX)
+            if existing is not None
+            else s.contextual_retrieval
+        )
+        if contextual:
+            self.chunker = ContextualChunker(self.chunker, self.chat)
         self.collection = ensure_collection(
             self.db,
             self.settings.collection,

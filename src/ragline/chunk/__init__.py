@@ -66,8 +66,8 @@ def make_chunker(
     """
     strategy = strategy_of(spec)
     parts = spec.split(":") if spec not in STRATEGIES else [spec]
-    include_header = parts[-1] != "noheader"
-    nums = [p for p in parts[1:] if p != "noheader"]
+    include_header = "noheader" not in parts
+    nums = [p for p in parts[1:] if p not in ("noheader", "ctx")]
     if len(nums) >= 2:
         max_tokens, overlap_tokens = int(nums[0]), int(nums[1])
     common: dict[str, Any] = {

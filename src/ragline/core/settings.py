@@ -91,6 +91,10 @@ class Settings(BaseModel):
     )
     unsupported_claims: Literal["keep", "mark", "drop"] = "mark"
     support_threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    contextual_retrieval: bool = Field(
+        default=False,
+        description="new collections: a generator-written context sentence in each chunk header",
+    )
     query_rewrite: bool = Field(default=True, description="rewrite follow-ups using the history")
     multi_query: bool = False
     decompose: bool = False
