@@ -210,3 +210,37 @@ def test_llm_answerer_streams_then_returns_the_checked_answer():
     assert "evil.example" not in "".join(pieces) and "evil.example" not in final.text
     assert final.citations and final.citations[0].chunk_id == 1
     assert srv.requests[0]["body"]["stream"] is True
+
+
+def test_citing_a_superseded_version_is_noted():
+    old = Hit(
+        chunk_id=1,
+        document_id=1,
+        doc_key="policy",
+        title="Travel policy",
+        source="s",
+        text="Mileage is reimbursed at 40 pence per mile.",
+        score=1.0,
+        rank=2,
+        metadata={"version": 1, "is_current": False},
+    )
+    new = Hit(
+        chunk_id=2,
+        document_id=2,
+        doc_key="policy",
+        title="Travel policy",
+        source="s",
+        text="Mileage is reimbursed at 45 pence per mile.",
+        score=1.0,
+        rank=1,
+        metadata={"version": 2, "is_current": True},
+    )
+    p = build_prompt("What is the mileage rate?", [new, old])
+    assert "an older version, superseded" in p.messages[-1]["content"]
+    q = "What is the mileage reimbursement rate per mile?"
+    with FakeChatServer(lambda m: "Mileage is reimbursed at 40 pence per mile [2].") as srv:
+        a = LLMAnswerer(OpenAIChat("m", srv.root), min_evidence=0.0).answer(q, [new, old])
+    assert any("older version of Travel policy" in n for n in a.notes)
+    with FakeChatServer(lambda m: "Mileage is reimbursed at 45 pence per mile [1].") as srv:
+        b = LLMAnswerer(OpenAIChat("m", srv.root), min_evidence=0.0).answer(q, [new, old])
+    assert not any("older version" in n for n in b.notes) and b.grounded_ratio == 1.0
