@@ -172,3 +172,15 @@ def test_injection_sample_with_the_local_model(llm_url, pg_url, schema):
         idx.close()
     print(f"\nlocal model, {len(sample)} attack kinds: {len(leaks)} answers with an address")
     assert not leaks, leaks
+
+
+def test_in_process_gguf_backend():
+    from ragline.generate.llm import get_chat_model
+
+    chat = get_chat_model(f"llamacpp:{GGUF}")
+    assert chat.name == f"llamacpp:{GGUF.name}"
+    messages = [{"role": "user", "content": "Name a colour. One word."}]
+    plain = chat.complete(messages, max_tokens=8)
+    streamed = "".join(chat.stream(messages, max_tokens=8))
+    assert plain.strip() and streamed.strip() == plain.strip()
+    assert 3 <= chat.count_tokens("The quick brown fox jumps.") <= 12  # the model's tokenizer
