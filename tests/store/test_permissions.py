@@ -105,6 +105,10 @@ def test_selective_group_filter_returns_k(fake_index):
     for mode in ("bm25", "vector", "hybrid"):
         hits = fake_index.search("battery charging note", groups=["rare"], k=10, mode=mode)
         assert len(hits) == 10 and all(h.doc_key.startswith("r") for h in hits)
+    # k above pgvector's ef_search ceiling (1000) on the HNSW path: still k rows, no error
+    common = Principal("default", ("common",))
+    deep = vector_search(fake_index.db, fake_index.collection, q, common, k=1500, exact_below=0)
+    assert len(deep) == 1500
     # On the HNSW index itself (planner steered to it), iterative scan is what returns k rows:
     # with ef_search=10 a plain HNSW scan sees ~10 candidates, of which ~1% are permitted.
     dim = fake_index.collection.dim

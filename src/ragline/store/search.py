@@ -136,7 +136,8 @@ def vector_search(
             WHERE c.collection_id = %(cid)s AND {acl}
             ORDER BY dist, c.id LIMIT %(k)s"""
         else:
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(ef_search), k)}")
+            # pgvector caps ef_search at 1000; iterative scan still returns k rows beyond it
+            conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(ef_search), k), 1000)}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             sql = f"""
             SELECT id, dist FROM (
