@@ -112,8 +112,9 @@ def available_splits(path: Path | str) -> list[str]:
 
 
 # ------------------------------------------------------------------- readers
-def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSON-lines file."""
+def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON-lines file; a line that is
+    not a JSON object is a :class:`BeirFormatError` naming the file and line."""
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -157,7 +158,7 @@ def iter_corpus(path: Path | str) -> Iterator[BeirDoc]:
 
 
 def _corpus_lines(corpus_path: Path) -> Iterator[tuple[int, BeirDoc]]:
-    for lineno, obj in _json_lines(corpus_path):
+    for lineno, obj in json_lines(corpus_path):
         doc_id = _id_of(obj, corpus_path, lineno)
         metadata = obj.get("metadata")
         if metadata is None:
@@ -246,7 +247,7 @@ def load_beir(path: Path | str, split: str = "test") -> BeirDataset:
     qrels = _read_qrels(qrels_path)
 
     queries: dict[str, str] = {}
-    for lineno, obj in _json_lines(queries_path):
+    for lineno, obj in json_lines(queries_path):
         qid = _id_of(obj, queries_path, lineno)
         text = _str_field(obj, "text", queries_path, lineno)
         if qid in qrels:

@@ -23,7 +23,6 @@ configured generator, verification). Metrics:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import string
 import time
@@ -32,7 +31,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError
 from ..core.types import Answer, Hit
 
 _PUNCT = set(string.punctuation)
@@ -65,20 +63,15 @@ def token_f1(prediction: str, answers: Sequence[str]) -> float:
 
 
 def load_qa(passages: Path, questions: Path) -> tuple[list[dict], list[dict]]:
+    from .beir import BeirFormatError, json_lines
+
     def read(path: Path, keys: tuple[str, ...]) -> list[dict]:
         out = []
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as exc:
-                    raise ConfigError(f"{path}:{n}: not JSON ({exc})") from None
-                missing = [k for k in keys if k not in row]
-                if missing:
-                    raise ConfigError(f"{path}:{n}: missing key(s) {', '.join(missing)}")
-                out.append(row)
+        for n, row in json_lines(path):
+            missing = [k for k in keys if k not in row]
+            if missing:
+                raise BeirFormatError(path, n, f"missing key(s) {', '.join(missing)}")
+            out.append(row)
         return out
 
     return (
