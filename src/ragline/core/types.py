@@ -180,6 +180,29 @@ class Answer:
     """What the pipeline decided along the way (abstained before generation, dropped
     claims, techniques skipped for want of a generator, …)."""
 
+    @classmethod
+    def abstention(
+        cls,
+        question: str,
+        hits: tuple[Hit, ...] | list[Hit] = (),
+        *,
+        generator: str = "extractive",
+        evidence: float = 0.0,
+        **checks: Any,
+    ) -> Answer:
+        """The fixed abstention: :data:`ABSTAIN_SENTENCE`, no citations; ``checks`` sets
+        ``grounded_ratio``, ``claims`` or ``notes``."""
+        return cls(
+            question=question,
+            text=ABSTAIN_SENTENCE,
+            citations=(),
+            abstained=True,
+            hits=tuple(hits),
+            generator=generator,
+            evidence=evidence,
+            **checks,
+        )
+
 
 ABSTAIN_SENTENCE = "The sources do not contain enough information to answer this question."
 """The fixed sentence every generator returns when the sources do not answer."""

@@ -83,7 +83,7 @@ from dataclasses import dataclass
 
 from ..analysis.analyzer import Analyzer, get_analyzer
 from ..core.errors import ConfigError
-from ..core.types import ABSTAIN_SENTENCE, Answer, Hit
+from ..core.types import Answer, Hit
 from .citations import render_cited
 from .cues import (
     answer_type,
@@ -216,15 +216,7 @@ class ExtractiveAnswerer:
         considered = _distinct(hits)[: self.max_passages]
         picked, evidence = self._select(question, considered)
         if not picked or evidence < self.min_evidence:
-            return Answer(
-                question=question,
-                text=ABSTAIN_SENTENCE,
-                citations=(),
-                abstained=True,
-                hits=tuple(considered),
-                generator=self.name,
-                evidence=evidence,
-            )
+            return Answer.abstention(question, considered, generator=self.name, evidence=evidence)
         text, citations = render_cited([(u.shown, considered[u.passage], u.text) for u in picked])
         return Answer(
             question=question,

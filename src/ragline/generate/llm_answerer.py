@@ -78,15 +78,8 @@ class LLMAnswerer:
 
     # -- one call ------------------------------------------------------------------
     def _abstain(self, question: str, hits: Sequence[Hit], evidence: float, note: str) -> Answer:
-        return Answer(
-            question=question,
-            text=ABSTAIN_SENTENCE,
-            citations=(),
-            abstained=True,
-            hits=tuple(hits),
-            generator=self.name,
-            evidence=evidence,
-            notes=(note,),
+        return Answer.abstention(
+            question, list(hits), generator=self.name, evidence=evidence, notes=(note,)
         )
 
     def _gated(self, question: str, hits: Sequence[Hit]) -> tuple[list[Hit], float, Answer | None]:
@@ -170,12 +163,9 @@ class LLMAnswerer:
         if not any(c.supported for c in checks):
             notes.append("no claim is supported by its cited sources")
             if self.unsupported == "drop" or not kept:
-                return Answer(
-                    question=question,
-                    text=ABSTAIN_SENTENCE,
-                    citations=(),
-                    abstained=True,
-                    hits=tuple(sources),
+                return Answer.abstention(
+                    question,
+                    list(sources),
                     generator=self.name,
                     evidence=evidence,
                     grounded_ratio=0.0,
