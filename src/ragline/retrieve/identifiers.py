@@ -44,17 +44,15 @@ def query_identifiers(query: str) -> list[str]:
     return out
 
 
-def _contains(text: str, ident: str) -> bool:
-    return re.search(r"(?<!\w)" + re.escape(ident) + r"(?!\w)", text.casefold()) is not None
-
-
 def promote_identifiers(query: str, hits: Sequence[Hit]) -> list[Hit]:
     """``hits`` with those containing more of the query's identifiers first (stable);
     unchanged when the query has none. Ranks are renumbered."""
     idents = query_identifiers(query)
     if not idents or not hits:
         return list(hits)
-    counts = [sum(_contains(f"{h.title}\n{h.text}", i) for i in idents) for h in hits]
+    patterns = [re.compile(r"(?<!\w)" + re.escape(i) + r"(?!\w)") for i in idents]
+    folded = [f"{h.title}\n{h.text}".casefold() for h in hits]
+    counts = [sum(p.search(text) is not None for p in patterns) for text in folded]
     if not any(counts):
         return list(hits)
     order = sorted(range(len(hits)), key=lambda i: -counts[i])
