@@ -32,7 +32,9 @@ class Index:
 
         self.settings = settings
         self.db = resolve_database(
-            settings.database_url or settings.data_dir, schema=settings.db_schema
+            settings.database_url or settings.data_dir,
+            schema=settings.db_schema,
+            max_size=settings.pool_size,
         )
         self.analyzer = MultiAnalyzer(settings.language)
         self.collection: Any = None
@@ -251,7 +253,7 @@ class Index:
         """Erase a document, its vectors in the embedding cache and the dead rows (VACUUM)."""
         from .store.documents import purge_document
 
-        total = {"versions": 0, "cache_entries": 0}
+        total = {"versions": 0, "cache_entries": 0, "traces": 0}
         for key in self._keys_for(doc):
             for k, v in purge_document(self.db, self.collection, tenant, key).items():
                 total[k] += v
@@ -336,9 +338,12 @@ class Index:
         filters: Mapping[str, Any] | Filters | None = None,
         history: Sequence[Mapping[str, str]] = (),
         techniques: Mapping[str, bool] | None = None,
+        trace: bool | None = None,
     ) -> Any:
         """Search with the query techniques the settings enable (rewriting with
-        ``history``, multi-query, decomposition, HyDE); the plan rides on the result."""
+        ``history``, multi-query, decomposition, HyDE); the plan rides on the result.
+        With traces on (``trace`` or the ``traces`` setting) the stored trace's id is
+        ``.trace_id``."""
         from dataclasses import replace
 
         from .retrieve.search import SearchParams, fuse_results
@@ -371,7 +376,60 @@ class Index:
             )
             for i, q in enumerate(plan.queries)
         ]
-        return replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
+        res = replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
+        if self._tracing(trace):
+            from .core.trace import search_trace
+
+            record = search_trace(
+                res,
+                principal,
+                question=query,
+                collection=self.collection.name,
+                filters=params.filters,
+            )
+            res = replace(res, trace_id=self._save_trace(principal, record))
+        return res
+
+    def _tracing(self, trace: bool | None) -> bool:
+        return self.settings.traces if trace is None else trace
+
+    def _save_trace(self, principal: Principal, record: dict[str, Any]) -> str:
+        from .store.traces import save_trace
+
+        return save_trace(self.db, self.collection.id, principal, record)
+
+    def trace(
+        self,
+        trace_id: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        admin: bool = True,
+    ) -> dict[str, Any] | None:
+        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``)."""
+        if self.collection is None:
+            return None
+        from .store.traces import get_trace
+
+        return get_trace(
+            self.db, self.collection.id, trace_id, _principal(tenant, groups), admin=admin
+        )
+
+    def traces(
+        self,
+        *,
+        tenant: str | None = "default",
+        groups: Iterable[str] | str | None = None,
+        limit: int = 20,
+        admin: bool = True,
+    ) -> list[dict[str, Any]]:
+        """Recent traces, newest first (``tenant`` None: every tenant's)."""
+        if self.collection is None:
+            return []
+        from .store.traces import recent_traces
+
+        who = None if tenant is None else _principal(tenant, groups)
+        return recent_traces(self.db, self.collection.id, who, limit=limit, admin=admin)
 
     def search(
         self,
@@ -429,6 +487,7 @@ class Index:
         mode: str | None = None,
         filters: Mapping[str, Any] | Filters | None = None,
         history: Sequence[Mapping[str, str]] = (),
+        trace: bool | None = None,
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
         *_, answer = self.ask_stream(
@@ -440,6 +499,7 @@ class Index:
             filters=filters,
             history=history,
             stream=False,
+            trace=trace,
         )
         assert isinstance(answer, Answer)
         return answer
@@ -455,9 +515,11 @@ class Index:
         filters: Mapping[str, Any] | Filters | None = None,
         history: Sequence[Mapping[str, str]] = (),
         stream: bool = True,
+        trace: bool | None = None,
     ) -> Iterator[str | Answer]:
         """Text pieces as the generator writes them, then the final checked :class:`Answer`
         (the extractive answerer, or ``stream=False``, yields the whole text at once)."""
+        import time
         from dataclasses import replace
 
         ctx = self.context(
@@ -471,6 +533,7 @@ class Index:
             history=history,
         )
         plan, gen = ctx.plan, self._generator()
+        t_gen = time.perf_counter()
         if self.chat is None:
             items: Iterable[str | Answer] = [gen.answer(plan.question, ctx.passages)]
         elif stream:
@@ -481,9 +544,46 @@ class Index:
             if isinstance(item, Answer):
                 if plan.notes or plan.question != question:
                     item = replace(item, question=question, notes=(*plan.notes, *item.notes))
+                if self._tracing(trace):
+                    item = self._trace_answer(
+                        question, ctx, item, _principal(tenant, groups), filters, t_gen
+                    )
                 if stream and self.chat is None:  # the extractive answer comes whole
                     yield item.text
             yield item
+
+    def _trace_answer(
+        self,
+        question: str,
+        ctx: Any,
+        answer: Answer,
+        principal: Principal,
+        filters: Any,
+        t_gen: float,
+    ) -> Answer:
+        import time
+        from dataclasses import replace
+
+        from .core.trace import add_answer, search_trace
+
+        record = search_trace(
+            ctx.search,
+            principal,
+            question=question,
+            collection=self.collection.name,
+            filters=filters,
+            kind="ask",
+        )
+        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
+        record = add_answer(
+            record,
+            ctx,
+            answer,
+            generate_ms=(time.perf_counter() - t_gen) * 1000,
+            count_tokens=count,
+        )
+        record["generation"]["model"] = self.settings.generator
+        return replace(answer, trace_id=self._save_trace(principal, record))
 
     def context(
         self,
@@ -514,6 +614,7 @@ class Index:
             mode=mode,
             filters=filters,
             history=history,
+            trace=False,
         )
         ctx = assemble(
             res.hits,
@@ -525,7 +626,7 @@ class Index:
             neighbors=lambda spots, w: neighbor_chunks(self.db, principal, spots, w),
             reorder=reorder,
         )
-        return replace(ctx, plan=res.plan)
+        return replace(ctx, plan=res.plan, search=res)
 
     # -- admin ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

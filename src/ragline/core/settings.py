@@ -104,6 +104,14 @@ class Settings(BaseModel):
         ge=0,
         description="old versions kept per document (searchable with include_history)",
     )
+    traces: bool = Field(default=True, description="store a trace of every search and ask")
+    trace_retention_days: float = Field(
+        default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"
+    )
+    rate_limit: int = Field(
+        default=600, ge=1, description="HTTP API: requests per minute per key (keys may override)"
+    )
+    pool_size: int = Field(default=4, ge=1, le=64, description="database connections per process")
     parse_workers: int | None = Field(
         default=None, ge=1, description="parser processes (default: cores, max 4)"
     )

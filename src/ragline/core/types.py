@@ -179,6 +179,10 @@ class Answer:
     notes: tuple[str, ...] = ()
     """What the pipeline decided along the way (abstained before generation, dropped
     claims, techniques skipped for want of a generator, …)."""
+    prompt_tokens: int | None = None
+    """Size of the prompt the generator read, in its tokens (None: no model call)."""
+    trace_id: str | None = None
+    """Id of the stored trace of this answer (``ragline trace ID``), when traces are on."""
 
     @classmethod
     def abstention(

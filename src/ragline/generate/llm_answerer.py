@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..analysis.analyzer import get_analyzer
@@ -111,7 +112,14 @@ class LLMAnswerer:
         else:
             prompt = build_prompt(question, sources, history=history)
             raw = self.chat.complete(prompt.messages, max_tokens=self.max_tokens)
+            return self.finish(
+                question, sources, raw, evidence, prompt_tokens=self._prompt_tokens(prompt)
+            )
         return self.finish(question, sources, raw, evidence)
+
+    def _prompt_tokens(self, prompt: Any) -> int:
+        """The prompt's size in the generator's tokens (recorded in the trace)."""
+        return sum(self.chat.count_tokens(m["content"]) for m in prompt.messages)
 
     def stream(
         self, question: str, hits: Sequence[Hit], *, history: Sequence[dict[str, str]] = ()
@@ -134,11 +142,25 @@ class LLMAnswerer:
         tail = clean.flush()
         if tail:
             yield tail
-        yield self.finish(question, sources, "".join(parts), evidence)
+        yield self.finish(
+            question, sources, "".join(parts), evidence, prompt_tokens=self._prompt_tokens(prompt)
+        )
 
     # -- checking ------------------------------------------------------------------
-    def finish(self, question: str, sources: Sequence[Hit], raw: str, evidence: float) -> Answer:
+    def finish(
+        self,
+        question: str,
+        sources: Sequence[Hit],
+        raw: str,
+        evidence: float,
+        *,
+        prompt_tokens: int | None = None,
+    ) -> Answer:
         """Turn the model's raw reply into a checked :class:`Answer`."""
+        answer = self._checked(question, sources, raw, evidence)
+        return replace(answer, prompt_tokens=prompt_tokens) if prompt_tokens else answer
+
+    def _checked(self, question: str, sources: Sequence[Hit], raw: str, evidence: float) -> Answer:
         text = sanitize_output(raw).strip()
         if not text or is_abstention(text) and len(text) < 2 * len(ABSTAIN_SENTENCE):
             return self._abstain(

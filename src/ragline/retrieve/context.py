@@ -39,6 +39,7 @@ class Context:
         default_factory=dict
     )  # passage chunk id → chunk ids merged
     plan: Any = None  # the QueryPlan of the search that found the hits
+    search: Any = None  # the SearchResult the passages came from (for the trace)
 
 
 def lost_in_the_middle(items: Sequence[Any]) -> list[Any]:

@@ -34,6 +34,9 @@ class SearchResult:
     legs: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     plan: Any = None  # the QueryPlan (rewriting, multi-query, …) when techniques ran
+    fused: tuple[tuple[int, float], ...] = ()
+    """The RRF order (chunk id, fused score) before hydration, rerank and the cut to k."""
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,12 @@ class HybridSearcher:
         timings = {**fused.timings_ms, "rerank": (time.perf_counter() - t) * 1000}
         timings["total"] = fused.timings_ms.get("total", 0.0) + timings["rerank"]
         return SearchResult(
-            query=query, mode="rerank", hits=tuple(hits), legs=fused.legs, timings_ms=timings
+            query=query,
+            mode="rerank",
+            hits=tuple(hits),
+            legs=fused.legs,
+            timings_ms=timings,
+            fused=fused.fused,
         )
 
     def _bm25(
@@ -247,6 +255,7 @@ class HybridSearcher:
             hits=tuple(hits),
             legs={name: tuple(res) for name, res in legs.items()},
             timings_ms=timings,
+            fused=tuple(ranked) if mode == "hybrid" else (),
         )
 
 
@@ -284,4 +293,5 @@ def fuse_results(results: Sequence[SearchResult], k: int, rrf_k: int = RRF_K) ->
         hits=tuple(hits),
         legs=results[0].legs,
         timings_ms=timings,
+        fused=results[0].fused,
     )

@@ -180,7 +180,9 @@ def _redact(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def resolve_database(target: str | Path | None, *, schema: str = DEFAULT_SCHEMA) -> Database:
+def resolve_database(
+    target: str | Path | None, *, schema: str = DEFAULT_SCHEMA, max_size: int = 4
+) -> Database:
     """Open the database for a data directory or a ``postgresql://`` URL.
 
     ``None`` means: ``RAGLINE_DATABASE_URL`` if set, else the embedded server under
@@ -198,5 +200,5 @@ def resolve_database(target: str | Path | None, *, schema: str = DEFAULT_SCHEMA)
         )
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
-        return Database(text, schema=schema)
-    return Database(ensure_server(Path(text)), schema=schema)
+        return Database(text, schema=schema, max_size=max_size)
+    return Database(ensure_server(Path(text)), schema=schema, max_size=max_size)

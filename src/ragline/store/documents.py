@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.types import Chunk
 from .collections import Collection
 from .db import Database
+from .traces import purge_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -382,10 +383,16 @@ def purge_document(
                 (collection.id, tenant, doc_key),
             )
         ]
-        docs = conn.execute(
-            "DELETE FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s",
-            (collection.id, tenant, doc_key),
-        ).rowcount
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "DELETE FROM documents WHERE collection_id = %s AND tenant = %s AND doc_key = %s "
+                "RETURNING id",
+                (collection.id, tenant, doc_key),
+            )
+        ]
+        docs = len(ids)
+        traces = purge_for(db, ids, conn)
         cache = conn.execute(
             "DELETE FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
             (collection.embedder, hashes),
@@ -394,11 +401,11 @@ def purge_document(
         with db.connection() as conn:
             conn.autocommit = True
             try:
-                for table in ("postings", "chunks", "documents", "embedding_cache"):
+                for table in ("postings", "chunks", "documents", "embedding_cache", "traces"):
                     conn.execute(f"VACUUM {table}")
             finally:
                 conn.autocommit = False
-    return {"versions": docs, "cache_entries": cache}
+    return {"versions": docs, "cache_entries": cache, "traces": traces}
 
 
 def merge_metadata(

@@ -1,0 +1,585 @@
+"""The HTTP API: FastAPI over one :class:`~ragline.index.Index`.
+
+Every request but ``/health``, ``/ready`` and the page's static files needs an API key;
+the key's tenant and groups become the permission filter inside both retrieval legs, and
+every lookup by id (documents, traces, jobs) is scoped to the caller's tenant, so another
+tenant's object and a missing one give the same 404. Errors have one shape,
+``{"error": {"message", "type", "code"}}`` (the OpenAI one, so chat clients show them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials
+from fastapi.staticfiles import StaticFiles
+from pydantic import AfterValidator, BaseModel, Field
+
+from ..core.errors import AccessError, ConfigError, NotFoundError, RaglineError
+from ..core.trace import answer_dict, hit_dict
+from ..core.types import Answer
+from ..store import jobs as jobstore
+from ..store.keys import create_key, list_keys, lookup_key, revoke_key
+from .auth import Admin, Caller, RateLimiter, Who, key_from_headers, retry_after
+from .jobs import JobRunner
+from .metrics import Metrics
+
+log = logging.getLogger("ragline.serve")
+STATIC = Path(__file__).parent / "static"
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+_SAFE_NAME = re.compile(r"[^\w.\- ()]+")
+
+
+def _no_nul(v: Any) -> Any:
+    """PostgreSQL text cannot hold NUL; refuse it up front with a clear message."""
+    if isinstance(v, str) and "\x00" in v:
+        raise ValueError("text must not contain NUL (\\u0000) characters")
+    if isinstance(v, list):
+        for x in v:
+            _no_nul(x)
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _no_nul(k)
+            _no_nul(x)
+    return v
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+FilterValue = Text | list[Text]
+
+
+class SearchRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+    query: Text = Field(min_length=1, max_length=4000, description="What to search for")
+    k: int = Field(default=10, ge=1, le=100)
+    mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
+    filters: dict[Text, FilterValue] = Field(
+        default_factory=dict,
+        description="language, type, source, modified_after/before, ingested_after/before, "
+        "or any metadata key",
+    )
+    include_history: bool = False
+
+
+class Turn(BaseModel):
+    role: Literal["user", "assistant", "system"]
+    content: Text = Field(max_length=20000)
+
+
+class AskRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+    question: Text = Field(min_length=1, max_length=4000)
+    k: int | None = Field(default=None, ge=1, le=50, description="Passages to read")
+    mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
+    filters: dict[Text, FilterValue] = Field(default_factory=dict)
+    history: list[Turn] = Field(default_factory=list, max_length=50)
+    stream: bool = Field(default=False, description="Server-sent events: delta…, then answer")
+
+
+class SyncRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+    path: Text = Field(min_length=1, max_length=4096)
+    groups: list[Text] = Field(default_factory=list, max_length=100)
+
+
+class KeyRequest(BaseModel):
+    model_config = {"extra": "forbid"}
+    groups: list[Text] = Field(default_factory=list, max_length=100)
+    admin: bool = False
+    name: Text = Field(default="", max_length=200)
+    rate_limit: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Any:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+_KINDS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    503: "unavailable_error",
+}
+
+
+class Server:
+    """What the routes share: the index, keys, rate limits, jobs and metrics."""
+
+    def __init__(
+        self,
+        index: Any,
+        *,
+        sync_roots: tuple[Path, ...] = (),
+        upload_dir: Path | None = None,
+        rate_limit: int | None = None,
+    ) -> None:
+        self.index = index
+        self.db = index.db
+        self.sync_roots = tuple(Path(r).expanduser().resolve() for r in sync_roots)
+        self.upload_dir = Path(upload_dir or tempfile.mkdtemp(prefix="ragline-uploads-"))
+        self.rate_limit = rate_limit or index.settings.rate_limit
+        self.limiter = RateLimiter()
+        self.jobs = JobRunner(index)
+        self.metrics = Metrics(lambda: jobstore.queue_counts(self.db))
+
+    # -- identity -------------------------------------------------------------------
+    def caller(
+        self,
+        bearer: HTTPAuthorizationCredentials | None,
+        x_api_key: str | None,
+    ) -> Caller:
+        key = key_from_headers(
+            f"Bearer {bearer.credentials}" if bearer is not None else None, x_api_key
+        )
+        if not key:
+            raise HTTPException(
+                401,
+                "missing API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY' "
+                "(create one with: ragline keys create --tenant NAME)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        rec = lookup_key(self.db, key)
+        if rec is None:
+            raise HTTPException(
+                401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}
+            )
+        wait = self.limiter.take(rec.id, rec.rate_limit or self.rate_limit)
+        if wait > 0:
+            raise HTTPException(
+                429,
+                f"rate limit of {rec.rate_limit or self.rate_limit} requests per minute "
+                f"reached; retry in {retry_after(wait)} s",
+                headers={"Retry-After": retry_after(wait)},
+            )
+        return Caller(rec)
+
+    # -- query ----------------------------------------------------------------------
+    def search(self, caller: Caller, req: SearchRequest) -> dict[str, Any]:
+        if self.index.collection is None:  # nothing ingested yet, by anyone
+            return {"query": req.query, "mode": req.mode or "hybrid", "hits": [], "trace_id": None}
+        res = self.index.search_result(
+            req.query,
+            tenant=caller.tenant,
+            groups=caller.groups,
+            k=req.k,
+            mode=req.mode,
+            filters=req.filters or None,
+            include_history=req.include_history,
+        )
+        self.metrics.observe_stages(res.timings_ms)
+        return {
+            "query": req.query,
+            "mode": res.mode,
+            "hits": [hit_dict(h) for h in res.hits],
+            "timings_ms": {k: round(v, 3) for k, v in res.timings_ms.items()},
+            "trace_id": res.trace_id,
+        }
+
+    def ask_items(
+        self,
+        caller: Caller,
+        question: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        filters: dict[str, Any] | None = None,
+        history: list[dict[str, str]] | None = None,
+        stream: bool = True,
+    ) -> Iterator[str | Answer]:
+        """Text pieces, then the checked answer (an abstention on an empty index)."""
+        if self.index.collection is None:
+            a = Answer.abstention(question, notes=("nothing has been ingested yet",))
+            yield a.text
+            yield a
+            return
+        t0 = time.perf_counter()
+        for item in self.index.ask_stream(
+            question,
+            tenant=caller.tenant,
+            groups=caller.groups,
+            k=k,
+            mode=mode,
+            filters=filters or None,
+            history=history or (),
+            stream=stream,
+        ):
+            if isinstance(item, Answer):
+                self.metrics.observe_stages({"ask": (time.perf_counter() - t0) * 1000})
+            yield item
+
+    # -- documents ------------------------------------------------------------------
+    def visible(self, caller: Caller, groups: tuple[str, ...]) -> bool:
+        return caller.admin or not groups or bool(set(groups) & set(caller.groups))
+
+    def documents(self, caller: Caller) -> list[dict[str, Any]]:
+        return [
+            _doc_dict(d)
+            for d in self.index.documents(tenant=caller.tenant)
+            if self.visible(caller, d.groups)
+        ]
+
+    def document(self, caller: Caller, doc_id: int) -> Any:
+        for d in self.index.documents(tenant=caller.tenant):
+            if d.id == doc_id and self.visible(caller, d.groups):
+                return d
+        raise HTTPException(404, f"no document {doc_id}")
+
+    def save_uploads(self, caller: Caller, files: list[UploadFile]) -> list[tuple[str, Path]]:
+        import hashlib
+        import secrets
+
+        tenant_dir = hashlib.sha256(caller.tenant.encode()).hexdigest()[:16]
+        folder = self.upload_dir / tenant_dir / secrets.token_hex(6)
+        folder.mkdir(parents=True, exist_ok=True)
+        saved = []
+        for i, f in enumerate(files):
+            name = _SAFE_NAME.sub("_", Path(f.filename or f"file-{i}").name).strip() or f"file-{i}"
+            path = folder / name
+            size = 0
+            with path.open("wb") as out:
+                while chunk := f.file.read(1 << 20):
+                    size += len(chunk)
+                    if size > MAX_UPLOAD_BYTES:
+                        raise HTTPException(
+                            413, f"{name} is larger than {MAX_UPLOAD_BYTES >> 20} MB"
+                        )
+                    out.write(chunk)
+            saved.append((name, path))
+        return saved
+
+    def sync_folder(self, path: str) -> Path:
+        if not self.sync_roots:
+            raise HTTPException(
+                403,
+                "folder sync is off on this server; start it with --sync-root DIR to allow "
+                "folders under DIR",
+            )
+        folder = Path(path).expanduser().resolve()
+        if not any(folder == r or r in folder.parents for r in self.sync_roots):
+            raise HTTPException(
+                403,
+                f"{path} is outside the sync roots of this server: "
+                + ", ".join(str(r) for r in self.sync_roots),
+            )
+        if not folder.is_dir():
+            raise HTTPException(400, f"{path} is not a folder on the server")
+        return folder
+
+
+def _doc_dict(d: Any) -> dict[str, Any]:
+    meta = dict(d.metadata or {})
+    return {
+        "id": d.id,
+        "doc_key": d.doc_key,
+        "title": d.title,
+        "source": d.source_uri,
+        "media_type": d.media_type,
+        "version": d.version,
+        "groups": list(d.groups),
+        "chunks": d.n_chunks,
+        "ingested_at": d.ingested_at.isoformat(),
+        "language": meta.get("language"),
+    }
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def create_app(
+    index: Any,
+    *,
+    sync_roots: tuple[Path, ...] | list[Path] = (),
+    upload_dir: Path | None = None,
+    rate_limit: int | None = None,
+) -> FastAPI:
+    """The ASGI app over ``index`` (``ragline serve`` runs it with uvicorn)."""
+    srv = Server(index, sync_roots=tuple(sync_roots), upload_dir=upload_dir, rate_limit=rate_limit)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> Any:
+        srv.jobs.start()
+        if index.embedder is not None and hasattr(index.embedder, "warm_up"):
+            index.embedder.warm_up()
+        yield
+        srv.jobs.stop()
+
+    app = FastAPI(
+        title="ragline",
+        version=_version(),
+        description="Cited answers from your documents: search, ask (JSON or SSE), documents, "
+        "ingest jobs, traces, an OpenAI-compatible chat endpoint. Authenticate with an API "
+        "key (Authorization: Bearer KEY).",
+        lifespan=lifespan,
+    )
+    app.state.server = srv
+
+    # -- errors and metrics -----------------------------------------------------------
+    @app.exception_handler(HTTPException)
+    async def http_error(_r: Request, exc: HTTPException) -> Any:
+        return _error(
+            exc.status_code, str(exc.detail), _KINDS.get(exc.status_code, "error"), exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_r: Request, exc: RequestValidationError) -> Any:
+        parts = []
+        for e in exc.errors()[:5]:
+            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            parts.append(f"{where}: {e.get('msg')}" if where else str(e.get("msg")))
+        return _error(422, "invalid request: " + "; ".join(parts), "invalid_request_error")
+
+    @app.exception_handler(RaglineError)
+    async def ragline_error(_r: Request, exc: RaglineError) -> Any:
+        if isinstance(exc, AccessError):
+            return _error(403, str(exc), "permission_error")
+        if isinstance(exc, NotFoundError):
+            return _error(404, str(exc), "not_found_error")
+        status = 400 if isinstance(exc, ConfigError) else 500
+        return _error(status, str(exc), "invalid_request_error" if status == 400 else "error")
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next: Any) -> Any:
+        t = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        srv.metrics.observe_request(
+            request.method, path, response.status_code, time.perf_counter() - t
+        )
+        return response
+
+    # -- health -----------------------------------------------------------------------
+    @app.get("/health", tags=["health"], summary="The process is up")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/ready", tags=["health"], summary="The database answers", responses={503: {}})
+    def ready() -> Any:
+        try:
+            with srv.db.connection() as conn:
+                conn.execute("SELECT 1")
+        except Exception as exc:
+            return _error(503, f"database not reachable: {type(exc).__name__}", "unavailable_error")
+        return {"status": "ready", "collection": index.settings.collection}
+
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics (admin key)")
+    def metrics(_c: Admin) -> Response:
+        return Response(srv.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/me", tags=["identity"], summary="The caller's tenant, groups and role")
+    def me(c: Who) -> dict[str, Any]:
+        return {
+            "tenant": c.tenant,
+            "groups": list(c.groups),
+            "admin": c.admin,
+            "key_prefix": c.key.prefix,
+            "generator": index.settings.generator,
+        }
+
+    # -- query ------------------------------------------------------------------------
+    @app.post("/v1/search", tags=["query"], summary="BM25 + vector search, fused with RRF")
+    def search(req: SearchRequest, c: Who) -> dict[str, Any]:
+        return srv.search(c, req)
+
+    @app.post(
+        "/v1/ask",
+        tags=["query"],
+        summary="A cited answer (JSON, or server-sent events with stream=true)",
+        responses={200: {"content": {"text/event-stream": {}}}},
+    )
+    def ask(req: AskRequest, c: Who, request: Request) -> Any:
+        stream = req.stream or "text/event-stream" in request.headers.get("accept", "")
+        items = srv.ask_items(
+            c,
+            req.question,
+            k=req.k,
+            mode=req.mode,
+            filters=req.filters,
+            history=[t.model_dump() for t in req.history],
+            stream=stream,
+        )
+        if not stream:
+            answer = [i for i in items if isinstance(i, Answer)][-1]
+            return answer_dict(answer)
+
+        def events() -> Iterator[str]:
+            try:
+                for item in items:
+                    if isinstance(item, Answer):
+                        yield _sse("answer", answer_dict(item))
+                    elif item:
+                        yield _sse("delta", {"text": item})
+            except RaglineError as exc:
+                yield _sse("error", {"message": str(exc)})
+            except Exception as exc:  # the stream has started: report in-band
+                log.exception("ask stream failed")
+                yield _sse("error", {"message": f"internal error: {type(exc).__name__}"})
+
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @app.get("/v1/traces", tags=["traces"], summary="The caller's recent traces")
+    def traces(c: Who, limit: int = 20) -> dict[str, Any]:
+        if not 1 <= limit <= 200:
+            raise HTTPException(422, "limit must be between 1 and 200")
+        items = index.traces(tenant=c.tenant, groups=c.groups, limit=limit, admin=c.admin)
+        return {"traces": items}
+
+    @app.get("/v1/traces/{trace_id}", tags=["traces"], summary="One trace, every stage")
+    def trace(trace_id: str, c: Who) -> dict[str, Any]:
+        t = (
+            index.trace(trace_id[:64], tenant=c.tenant, groups=c.groups, admin=c.admin)
+            if "\x00" not in trace_id
+            else None
+        )
+        if t is None:
+            raise HTTPException(404, f"no trace {trace_id[:64]!r}")
+        return t
+
+    # -- documents and jobs -------------------------------------------------------------
+    @app.get("/v1/documents", tags=["documents"], summary="Documents the caller may read")
+    def documents(c: Who) -> dict[str, Any]:
+        return {"documents": srv.documents(c)}
+
+    @app.get("/v1/documents/{doc_id}", tags=["documents"])
+    def document(doc_id: int, c: Who) -> dict[str, Any]:
+        return _doc_dict(srv.document(c, doc_id))
+
+    @app.delete("/v1/documents/{doc_id}", tags=["documents"], summary="Delete (admin)")
+    def delete_document(doc_id: int, c: Admin, purge: bool = False) -> dict[str, Any]:
+        from ..store.documents import delete_document as delete
+        from ..store.documents import purge_document
+
+        d = srv.document(c, doc_id)
+        if purge:
+            return {
+                "deleted": d.id,
+                **purge_document(srv.db, index.collection, c.tenant, d.doc_key),
+            }
+        return {"deleted": d.id, "versions": delete(srv.db, index.collection, c.tenant, d.doc_key)}
+
+    @app.post(
+        "/v1/documents",
+        tags=["documents"],
+        status_code=202,
+        summary="Upload files; ingested by a background job (admin)",
+    )
+    def upload(
+        c: Admin,
+        files: Annotated[list[UploadFile], File(description="Documents to ingest")],
+        groups: Annotated[str, Form(description="Comma-separated allowed groups")] = "",
+        metadata: Annotated[str, Form(description="JSON object stored on each document")] = "",
+    ) -> dict[str, Any]:
+        meta = _metadata(metadata)
+        group_list = sorted({g.strip() for g in groups.split(",") if g.strip()})
+        _no_nul(group_list)
+        if not files:
+            raise HTTPException(400, "no files: send one or more 'files' parts")
+        return {
+            "job": srv.jobs.submit_files(
+                c.tenant, group_list, srv.save_uploads(c, files), metadata=meta
+            )
+        }
+
+    @app.post(
+        "/v1/sync", tags=["documents"], status_code=202, summary="Sync a server folder (admin)"
+    )
+    def sync(req: SyncRequest, c: Admin) -> dict[str, Any]:
+        folder = srv.sync_folder(req.path)
+        return {"job": srv.jobs.submit_sync(c.tenant, req.groups, folder)}
+
+    @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs")
+    def jobs(c: Who) -> dict[str, Any]:
+        return {"jobs": jobstore.list_jobs(srv.db, c.tenant)}
+
+    @app.get("/v1/jobs/{job_id}", tags=["documents"])
+    def job(job_id: int, c: Who) -> dict[str, Any]:
+        j = jobstore.get_job(srv.db, job_id, c.tenant) if abs(job_id) < 2**62 else None
+        if j is None:
+            raise HTTPException(404, f"no job {job_id}")
+        return j
+
+    # -- keys -------------------------------------------------------------------------
+    @app.post("/v1/keys", tags=["identity"], status_code=201, summary="Create a key (admin)")
+    def new_key(req: KeyRequest, c: Admin) -> dict[str, Any]:
+        key, rec = create_key(
+            srv.db,
+            tenant=c.tenant,
+            groups=req.groups,
+            admin=req.admin,
+            name=req.name,
+            rate_limit=req.rate_limit,
+        )
+        return {"key": key, **rec.to_dict()}
+
+    @app.get("/v1/keys", tags=["identity"], summary="The tenant's keys (admin)")
+    def keys(c: Admin) -> dict[str, Any]:
+        return {"keys": [k.to_dict() for k in list_keys(srv.db, c.tenant)]}
+
+    @app.delete("/v1/keys/{key_id}", tags=["identity"], summary="Revoke a key (admin)")
+    def revoke(key_id: int, c: Admin) -> dict[str, Any]:
+        if not (0 < key_id < 2**31) or not revoke_key(srv.db, key_id, tenant=c.tenant):
+            raise HTTPException(404, f"no key {key_id}")
+        return {"revoked": key_id}
+
+    # -- OpenAI-compatible chat and the page ----------------------------------------------
+    from .openai_compat import add_chat_routes
+
+    add_chat_routes(app, srv)
+
+    if STATIC.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> Any:
+        html = STATIC / "index.html"
+        if not html.exists():
+            return _error(404, "the web page is not installed", "not_found_error")
+        return FileResponse(html, media_type="text/html")
+
+    return app
+
+
+def _metadata(text: str) -> dict[str, Any] | None:
+    if not text.strip():
+        return None
+    try:
+        meta = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HTTPException(400, f"metadata is not JSON: {exc.msg}") from exc
+    if not isinstance(meta, dict):
+        raise HTTPException(400, 'metadata must be a JSON object, e.g. {"department": "hr"}')
+    _no_nul(meta)
+    return {str(k): v for k, v in meta.items()}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragline")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0"
