@@ -1,0 +1,364 @@
+"""The MCP server: ``search`` and ``ask`` over one index, as one API key.
+
+An MCP client (Claude Desktop, an IDE, an agent framework) starts ``ragline mcp`` and
+talks JSON-RPC over its stdin/stdout. The server runs as the API key it was started
+with: every tool call reads only that key's tenant and groups, the same permission
+filter the HTTP API applies, and the key is looked up again on each call, so revoking it
+(``ragline keys revoke``) stops the server from answering at once. stdout is the
+protocol channel; logs go to stderr.
+
+Each tool returns text written for the model to read (numbered passages; an answer
+with ``[n]`` markers and its sources) and the same data as structured content, in the
+JSON shapes of the HTTP API (:func:`ragline.core.trace.hit_dict`,
+:func:`ragline.core.trace.answer_dict`).
+"""
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs it for TypedDict schemas before 3.12
+
+from ..core.errors import ConfigError, RaglineError
+from ..core.trace import answer_dict, hit_dict
+from ..core.types import Answer, Hit, breadcrumb
+from ..store.keys import ApiKey, lookup_key
+
+log = logging.getLogger("ragline.mcp")
+
+API_KEY_ENV = "RAGLINE_API_KEY"
+MAX_TEXT = 4000
+"""Longest query or question accepted (as the HTTP API)."""
+MAX_K = 50
+
+INSTRUCTIONS = (
+    "ragline searches and answers from a private document collection (manuals, policies, "
+    "runbooks, notes), restricted to what this server's API key may read. Use `ask` for a "
+    "question that needs an answer with citations; use `search` to find and read passages "
+    "yourself. Quote sources by their [n] numbers. If `ask` abstains, the documents do not "
+    "answer the question: say so rather than guessing."
+)
+
+SEARCH_DESCRIPTION = (
+    "Search the document collection and return the most relevant passages, best first, "
+    "each with its title, section heading, source file, page and score. Hybrid retrieval "
+    "(keyword BM25 + semantic vectors), so both exact terms (product codes, error "
+    "messages, names) and paraphrases match. Use it to look things up, to read what the "
+    "documents say about a topic, or to find which document covers something. To get a "
+    "direct cited answer to a question, use `ask` instead."
+)
+
+ASK_DESCRIPTION = (
+    "Answer a question from the document collection, citing each sentence's source as [n] "
+    "with a numbered list of sources (title › section, file, page). When the documents do "
+    "not contain the answer the tool abstains and says so (abstained: true) instead of "
+    "guessing. Prefer it for factual questions about the organisation's own documents; "
+    "use `search` to browse passages or when you need more context than the answer gives."
+)
+
+_FILTERS_DESCRIPTION = (
+    "Optional metadata filters, all of which must match: language (e.g. 'en'), type "
+    "('pdf', 'md', 'html', 'docx', 'txt'), source (path or URL prefix), modified_after / "
+    "modified_before / ingested_after / ingested_before (ISO date), or any metadata key "
+    "set at ingest (e.g. product: 'X-570'). Separate alternatives with '|'."
+)
+
+Query = Annotated[str, Field(max_length=MAX_TEXT, description="What to search for.")]
+Question = Annotated[str, Field(max_length=MAX_TEXT, description="The question to answer.")]
+SearchK = Annotated[int, Field(ge=1, le=MAX_K, description="How many passages to return (1-50).")]
+AskK = Annotated[
+    int | None,
+    Field(ge=1, le=MAX_K, description="How many passages to read (1-50; default 5)."),
+]
+FilterMap = Annotated[dict[str, str] | None, Field(description=_FILTERS_DESCRIPTION)]
+
+
+# -- output schemas (the structured content; keys as in hit_dict / answer_dict) -----------
+class HitOut(TypedDict, total=False):
+    """One passage: where it is (title, heading_path, source, page), its text and scores."""
+
+    rank: int
+    score: float
+    chunk_id: int
+    document_id: int
+    doc_key: str
+    title: str
+    source: str
+    heading_path: list[str]
+    page: int | None
+    text: str
+    scores: dict[str, float]
+    ranks: dict[str, int]
+    version: Any
+    is_current: Any
+    modified_at: Any
+
+
+class SearchOut(TypedDict):
+    """The passages found, best first (``hits`` is empty when none may be read)."""
+
+    query: str
+    mode: str
+    hits: list[HitOut]
+    trace_id: str | None
+
+
+class CitationOut(TypedDict, total=False):
+    """Source ``[number]`` of the answer: the passage it points to."""
+
+    number: int
+    title: str
+    heading_path: list[str]
+    source: str
+    page: int | None
+    chunk_id: int
+    doc_key: str
+    quote: str
+    text: str | None
+    score: float | None
+    modified_at: Any
+    valid: bool
+
+
+class ClaimOut(TypedDict, total=False):
+    """One sentence of the answer, the sources it cites and whether they support it."""
+
+    text: str
+    cited: list[int]
+    support: Any
+    supported: Any
+
+
+class AskOut(TypedDict):
+    """The answer with [n] markers and its citations; ``abstained`` when the documents
+    do not answer the question."""
+
+    question: str
+    answer: str
+    abstained: bool
+    evidence: float
+    generator: str
+    grounded_ratio: float | None
+    prompt_tokens: int | None
+    notes: list[str]
+    claims: list[ClaimOut]
+    citations: list[CitationOut]
+    trace_id: str | None
+
+
+# -- the key -------------------------------------------------------------------------
+def read_api_key(key_file: Path | None) -> tuple[str, str]:
+    """The API key and where it came from: the first line of ``key_file``, else the
+    ``RAGLINE_API_KEY`` variable (never a command-line value, which ``ps`` would show)."""
+    if key_file is not None:
+        try:
+            lines = Path(key_file).read_text(encoding="utf-8").strip().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read the API key file {key_file}: {exc}") from exc
+        key = lines[0].strip() if lines else ""
+        if not key:
+            raise ConfigError(
+                f"the API key file {key_file} is empty; put the key on its first line"
+            )
+        return key, str(key_file)
+    key = os.environ.get(API_KEY_ENV, "").strip()
+    if not key:
+        raise ConfigError(
+            f"no API key: pass --api-key-file FILE or set {API_KEY_ENV} "
+            "(create a key with: ragline keys create --tenant NAME)"
+        )
+    return key, API_KEY_ENV
+
+
+# -- readable text for the model -----------------------------------------------------
+def _where(title: str, heading_path: tuple[str, ...] | list[str], source: str, page: Any) -> str:
+    place = breadcrumb(title, heading_path) or source
+    detail = source + (f", p. {page}" if page else "")
+    return f"{place} ({detail})"
+
+
+def format_hits(query: str, hits: list[Hit] | tuple[Hit, ...]) -> str:
+    """Numbered passages with where they come from and their score."""
+    if not hits:
+        return f'No passages found for "{query}" in the documents this key may read.'
+    out = [f'{len(hits)} passage{"s" if len(hits) != 1 else ""} for "{query}", best first:']
+    for h in hits:
+        out.append("")
+        out.append(f"[{h.rank}] {_where(h.title, h.heading_path, h.source, h.page)}")
+        out.append(f"score {h.score:.4f}")
+        out.append(h.text.strip())
+    return "\n".join(out)
+
+
+def format_answer(a: Answer) -> str:
+    """The answer with its [n] markers, then ``Sources:`` and any notes."""
+    out = [a.text.strip()]
+    if a.citations:
+        out += ["", "Sources:"]
+        out += [
+            f"[{c.number}] {_where(c.title, c.heading_path, c.source, c.page)}" for c in a.citations
+        ]
+    if a.grounded_ratio is not None:
+        out += ["", f"Grounded: {a.grounded_ratio:.0%} of claims supported by their sources."]
+    if a.notes:
+        out += ["", *(f"Note: {n}" for n in a.notes)]
+    return "\n".join(out)
+
+
+# -- the tools -----------------------------------------------------------------------
+def _clean_text(value: str, what: str) -> str:
+    if "\x00" in value:
+        raise ConfigError(f"the {what} contains a NUL character; send plain text")
+    return value
+
+
+def _clean_filters(filters: dict[str, str] | None) -> dict[str, str] | None:
+    if not filters:
+        return None
+    for k, v in filters.items():
+        _clean_text(k, "filter key")
+        _clean_text(v, "filter value")
+    return filters
+
+
+class RaglineTools:
+    """What the two tools do, as one API key, without the protocol around them."""
+
+    def __init__(self, index: Any, api_key: str) -> None:
+        self._index = index
+        self._key = api_key
+        self._lock = threading.Lock()
+        self._reopened: list[Any] = []
+
+    def index(self) -> Any:
+        """The index; reopened once documents exist if it was empty when the server started
+        (the embedding model of an empty collection is chosen by its first ingest)."""
+        with self._lock:
+            idx = self._index
+            if idx.collection is None:
+                from ..store.collections import find_collection
+
+                if find_collection(idx.db, idx.settings.collection) is not None:
+                    idx = type(idx)(idx.settings)
+                    self._reopened.append(idx)
+                    self._index = idx
+            return idx
+
+    def caller(self) -> ApiKey:
+        """The key's current record; an error once the key is revoked."""
+        rec = lookup_key(self.index().db, self._key)
+        if rec is None:
+            raise ConfigError(
+                "this server's API key is no longer valid (revoked or deleted); restart "
+                "ragline mcp with a live key (ragline keys create --tenant NAME)"
+            )
+        return rec
+
+    def search(
+        self, query: str, k: int = 10, filters: dict[str, str] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        query = _clean_text(query, "query")
+        filters = _clean_filters(filters)
+        who = self.caller()
+        idx = self.index()
+        if not query.strip():
+            raise ConfigError("the query is empty; pass the text to search for")
+        if idx.collection is None:  # nothing ingested yet, by anyone
+            data: dict[str, Any] = {"query": query, "mode": "hybrid", "hits": [], "trace_id": None}
+            return format_hits(query, []), data
+        res = idx.search_result(query, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
+        data = {
+            "query": query,
+            "mode": res.mode,
+            "hits": [hit_dict(h) for h in res.hits],
+            "trace_id": res.trace_id,
+        }
+        return format_hits(query, res.hits), data
+
+    def ask(
+        self, question: str, k: int | None = None, filters: dict[str, str] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        question = _clean_text(question, "question")
+        filters = _clean_filters(filters)
+        who = self.caller()
+        idx = self.index()
+        if not question.strip():
+            raise ConfigError("the question is empty; pass the question to answer")
+        if idx.collection is None:
+            a = Answer.abstention(question, notes=("nothing has been ingested yet",))
+        else:
+            a = idx.ask(question, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
+        return format_answer(a), answer_dict(a)
+
+    def close(self) -> None:
+        """Close the indexes this object opened (not the one it was given)."""
+        for idx in self._reopened:
+            idx.close()
+        self._reopened.clear()
+
+
+def _result(text: str, data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _run(fn: Any, *args: Any) -> CallToolResult:
+    try:
+        text, data = fn(*args)
+    except RaglineError as exc:  # the caller's to fix: the model reads the message
+        raise ToolError(str(exc)) from exc
+    return _result(text, data)
+
+
+def build_server(tools: RaglineTools, *, name: str = "ragline") -> MCPServer[Any]:
+    """An MCP server with the ``search`` and ``ask`` tools of ``tools``."""
+    from .. import __version__
+
+    server: MCPServer[Any] = MCPServer(
+        name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    # Sync functions: the SDK runs them on a worker thread, off the event loop.
+    def search(
+        query: Query, k: SearchK = 10, filters: FilterMap = None
+    ) -> Annotated[CallToolResult, SearchOut]:
+        return _run(tools.search, query, k, filters)
+
+    def ask(
+        question: Question, k: AskK = None, filters: FilterMap = None
+    ) -> Annotated[CallToolResult, AskOut]:
+        return _run(tools.ask, question, k, filters)
+
+    server.add_tool(
+        search, title="Search documents", description=SEARCH_DESCRIPTION, annotations=read_only
+    )
+    server.add_tool(
+        ask, title="Ask the documents", description=ASK_DESCRIPTION, annotations=read_only
+    )
+    return server
+
+
+def check_key(index: Any, key: str, origin: str) -> ApiKey:
+    """The live record of ``key``, or a ConfigError saying where the bad key came from."""
+    rec = lookup_key(index.db, key)
+    if rec is None:
+        raise ConfigError(
+            f"the API key from {origin} is invalid or revoked; create one with "
+            "ragline keys create --tenant NAME [--groups G1,G2] (see: ragline keys list)"
+        )
+    return rec
+
+
+def serve_stdio(index: Any, key: str) -> None:
+    """Serve the tools over stdin/stdout until the client closes the connection."""
+    tools = RaglineTools(index, key)
+    try:
+        build_server(tools).run("stdio")
+    finally:
+        tools.close()
