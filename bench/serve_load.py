@@ -103,7 +103,9 @@ async def ingester(
         await asyncio.sleep(every)
 
 
-async def run_load(url: str, key: str, queries: list[str], clients: int, duration: float) -> dict:
+async def run_load(
+    url: str, key: str, ingest_key: str, queries: list[str], clients: int, duration: float
+) -> dict:
     results: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     ingest: dict[str, int] = defaultdict(int)
@@ -115,12 +117,19 @@ async def run_load(url: str, key: str, queries: list[str], clients: int, duratio
             await http.post("/v1/search", json={"query": q, "k": 10})
         t0 = time.perf_counter()
         stop = t0 + duration
+        # uploads go to a tenant of their own, so the benchmark leaves the corpus unchanged
+        uploader = httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {ingest_key}"}, timeout=60
+        )
         await asyncio.gather(
-            ingester(http, stop, ingest),
+            ingester(uploader, stop, ingest),
             *(client(http, queries, stop, results, errors, i) for i in range(clients)),
         )
         elapsed = time.perf_counter() - t0
-        jobs = (await http.get("/v1/jobs")).json()["jobs"]
+        jobs = (await uploader.get("/v1/jobs")).json()["jobs"]
+        for d in (await uploader.get("/v1/documents")).json()["documents"]:
+            await uploader.delete(f"/v1/documents/{d['id']}", params={"purge": "true"})
+        await uploader.aclose()
     done = sum(1 for j in jobs if j["status"] == "done")
     out = {
         "clients": clients,
@@ -172,15 +181,16 @@ def main() -> None:
     queries = [data.queries[q] for q in sorted(data.qrels)]
     collection = args.collection or beir_collection_name(data.name)
     peer = in_process(args.data_dir, collection, queries)
-    key = json.loads(
-        subprocess.run(
+
+    def new_key(tenant: str) -> str:
+        out = subprocess.run(
             ragline_cmd(
                 args.data_dir,
                 collection,
                 "keys",
                 "create",
                 "--tenant",
-                "default",
+                tenant,
                 "--admin",
                 "--rate-limit",
                 "100000",
@@ -192,7 +202,9 @@ def main() -> None:
             capture_output=True,
             text=True,
         ).stdout
-    )["key"]
+        return str(json.loads(out)["key"])
+
+    key, ingest_key = new_key("default"), new_key("serve-load-bench")
     port = free_port()
     server = subprocess.Popen(
         ragline_cmd(
@@ -209,17 +221,18 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        report = asyncio.run(run_load(url, key, queries, args.clients, args.duration))
+        report = asyncio.run(run_load(url, key, ingest_key, queries, args.clients, args.duration))
     finally:
         server.send_signal(signal.SIGINT)
         try:
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
-        subprocess.run(
-            ragline_cmd(args.data_dir, collection, "keys", "revoke", key[:10]),
-            capture_output=True,
-        )
+        for k in (key, ingest_key):
+            subprocess.run(
+                ragline_cmd(args.data_dir, collection, "keys", "revoke", k[:10]),
+                capture_output=True,
+            )
     report["in_process_search"] = peer
     if "search" in report:
         report["search_p50_ratio_vs_in_process"] = round(

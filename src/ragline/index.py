@@ -13,16 +13,11 @@ from typing import Any
 from .core.errors import ConfigError
 from .core.filters import Filters
 from .core.settings import Settings
-from .core.types import Answer, Hit, Principal
+from .core.types import Answer, Hit
+from .tracing import TracingMixin, _principal
 
 
-def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
-    if isinstance(groups, str):
-        groups = [g.strip() for g in groups.split(",") if g.strip()]
-    return Principal(tenant=tenant, groups=tuple(groups or ()))
-
-
-class Index:
+class Index(TracingMixin):
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(self, settings: Settings, *, embedder: Any = None) -> None:
@@ -42,6 +37,7 @@ class Index:
         self.chunker: Any = None
         self._searcher: Any = None
         self._chat: Any = None
+        self._traces_saved = 0
         existing = find_collection(self.db, settings.collection)
         if embedder is not None:
             self._bind(embedder)
@@ -390,47 +386,6 @@ class Index:
             res = replace(res, trace_id=self._save_trace(principal, record))
         return res
 
-    def _tracing(self, trace: bool | None) -> bool:
-        return self.settings.traces if trace is None else trace
-
-    def _save_trace(self, principal: Principal, record: dict[str, Any]) -> str:
-        from .store.traces import save_trace
-
-        return save_trace(self.db, self.collection.id, principal, record)
-
-    def trace(
-        self,
-        trace_id: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        admin: bool = True,
-    ) -> dict[str, Any] | None:
-        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``)."""
-        if self.collection is None:
-            return None
-        from .store.traces import get_trace
-
-        return get_trace(
-            self.db, self.collection.id, trace_id, _principal(tenant, groups), admin=admin
-        )
-
-    def traces(
-        self,
-        *,
-        tenant: str | None = "default",
-        groups: Iterable[str] | str | None = None,
-        limit: int = 20,
-        admin: bool = True,
-    ) -> list[dict[str, Any]]:
-        """Recent traces, newest first (``tenant`` None: every tenant's)."""
-        if self.collection is None:
-            return []
-        from .store.traces import recent_traces
-
-        who = None if tenant is None else _principal(tenant, groups)
-        return recent_traces(self.db, self.collection.id, who, limit=limit, admin=admin)
-
     def search(
         self,
         query: str,
@@ -551,39 +506,6 @@ class Index:
                 if stream and self.chat is None:  # the extractive answer comes whole
                     yield item.text
             yield item
-
-    def _trace_answer(
-        self,
-        question: str,
-        ctx: Any,
-        answer: Answer,
-        principal: Principal,
-        filters: Any,
-        t_gen: float,
-    ) -> Answer:
-        import time
-        from dataclasses import replace
-
-        from .core.trace import add_answer, search_trace
-
-        record = search_trace(
-            ctx.search,
-            principal,
-            question=question,
-            collection=self.collection.name,
-            filters=filters,
-            kind="ask",
-        )
-        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
-        record = add_answer(
-            record,
-            ctx,
-            answer,
-            generate_ms=(time.perf_counter() - t_gen) * 1000,
-            count_tokens=count,
-        )
-        record["generation"]["model"] = self.settings.generator
-        return replace(answer, trace_id=self._save_trace(principal, record))
 
     def context(
         self,

@@ -1,0 +1,104 @@
+"""Traces of searches and asks: recorded by the :class:`~ragline.index.Index`, read back
+per tenant. The trace contents are built in :mod:`ragline.core.trace`, stored by
+:mod:`ragline.store.traces`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .core.types import Answer, Principal
+
+
+def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
+    if isinstance(groups, str):
+        groups = [g.strip() for g in groups.split(",") if g.strip()]
+    return Principal(tenant=tenant, groups=tuple(groups or ()))
+
+
+class TracingMixin:
+    """Trace recording and lookup for :class:`~ragline.index.Index`."""
+
+    settings: Any
+    db: Any
+    collection: Any
+    embedder: Any
+    chat: Any
+    _traces_saved: int
+
+    def _tracing(self, trace: bool | None) -> bool:
+        return self.settings.traces if trace is None else trace
+
+    def _save_trace(self, principal: Principal, record: dict[str, Any]) -> str:
+        from .store.traces import expire_traces, save_trace
+
+        self._traces_saved += 1
+        if self._traces_saved % 500 == 1:  # retention: on the first save, then every 500
+            expire_traces(self.db, self.settings.trace_retention_days)
+        return save_trace(self.db, self.collection.id, principal, record)
+
+    def trace(
+        self,
+        trace_id: str,
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        admin: bool = True,
+    ) -> dict[str, Any] | None:
+        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``)."""
+        if self.collection is None:
+            return None
+        from .store.traces import get_trace
+
+        return get_trace(
+            self.db, self.collection.id, trace_id, _principal(tenant, groups), admin=admin
+        )
+
+    def traces(
+        self,
+        *,
+        tenant: str | None = "default",
+        groups: Iterable[str] | str | None = None,
+        limit: int = 20,
+        admin: bool = True,
+    ) -> list[dict[str, Any]]:
+        """Recent traces, newest first (``tenant`` None: every tenant's)."""
+        if self.collection is None:
+            return []
+        from .store.traces import recent_traces
+
+        who = None if tenant is None else _principal(tenant, groups)
+        return recent_traces(self.db, self.collection.id, who, limit=limit, admin=admin)
+
+    def _trace_answer(
+        self,
+        question: str,
+        ctx: Any,
+        answer: Answer,
+        principal: Principal,
+        filters: Any,
+        t_gen: float,
+    ) -> Answer:
+        import time
+        from dataclasses import replace
+
+        from .core.trace import add_answer, search_trace
+
+        record = search_trace(
+            ctx.search,
+            principal,
+            question=question,
+            collection=self.collection.name,
+            filters=filters,
+            kind="ask",
+        )
+        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
+        record = add_answer(
+            record,
+            ctx,
+            answer,
+            generate_ms=(time.perf_counter() - t_gen) * 1000,
+            count_tokens=count,
+        )
+        record["generation"]["model"] = self.settings.generator
+        return replace(answer, trace_id=self._save_trace(principal, record))
