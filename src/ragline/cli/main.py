@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..core.errors import RaglineError
+from ..core.trace import answer_dict, hit_dict
 from ..core.types import breadcrumb
 
 EXIT_FAILURES = 1
@@ -284,24 +285,6 @@ def sync(
         sys.exit(EXIT_FAILURES)
 
 
-def _hit_dict(h: Any) -> dict[str, Any]:
-    return {
-        "rank": h.rank,
-        "score": h.score,
-        "chunk_id": h.chunk_id,
-        "doc_key": h.doc_key,
-        "title": h.title,
-        "source": h.source,
-        "heading_path": list(h.heading_path),
-        "page": h.page,
-        "text": h.text,
-        "scores": dict(h.scores),
-        "version": h.metadata.get("version"),
-        "is_current": h.metadata.get("is_current"),
-        "ranks": dict(h.ranks),
-    }
-
-
 @cli.command()
 @click.argument("query")
 @_tenant
@@ -347,7 +330,8 @@ def search(
             {
                 "query": query,
                 "mode": res.mode,
-                "hits": [_hit_dict(h) for h in res.hits],
+                "hits": [hit_dict(h) for h in res.hits],
+                "trace_id": res.trace_id,
                 "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()},
             }
         )
@@ -360,35 +344,6 @@ def search(
         click.echo(f"    {h.source}")
         text = " ".join(h.text.split())
         click.echo(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
-
-
-def _answer_dict(a: Any) -> dict[str, Any]:
-    return {
-        "question": a.question,
-        "answer": a.text,
-        "abstained": a.abstained,
-        "evidence": a.evidence,
-        "generator": a.generator,
-        "grounded_ratio": a.grounded_ratio,
-        "notes": list(a.notes),
-        "claims": [
-            {"text": c.text, "cited": list(c.cited), "support": c.support, "supported": c.supported}
-            for c in a.claims
-        ],
-        "citations": [
-            {
-                "number": c.number,
-                "title": c.title,
-                "heading_path": list(c.heading_path),
-                "source": c.source,
-                "page": c.page,
-                "chunk_id": c.chunk_id,
-                "doc_key": c.doc_key,
-                "quote": c.quote,
-            }
-            for c in a.citations
-        ],
-    }
 
 
 @cli.command()
@@ -470,19 +425,23 @@ def ask(
     else:
         a = index.ask(question, **kwargs)
         if as_json:
-            _echo_json(_answer_dict(a))
+            _echo_json(answer_dict(a))
             return
         click.echo(a.text)
     if a.citations:
         click.echo("")
         click.secho("Sources:", bold=True)
+        dates = {h.chunk_id: h.metadata.get("modified_at") for h in a.hits}
         for c in a.citations:
             page = f", page {c.page}" if c.page else ""
-            click.echo(f"  [{c.number}] {c.location}{page} — {c.source}")
+            date = f", {str(dates[c.chunk_id])[:10]}" if dates.get(c.chunk_id) else ""
+            click.echo(f"  [{c.number}] {c.location}{page}{date} — {c.source}")
     if a.grounded_ratio is not None:
         click.echo(f"grounded: {a.grounded_ratio:.0%} of claims supported by their sources")
     for note in a.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)
+    if a.trace_id:
+        click.echo(f"trace: ragline trace {a.trace_id}", err=True)
 
 
 @cli.command()
