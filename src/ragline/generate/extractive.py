@@ -216,7 +216,14 @@ class ExtractiveAnswerer:
         considered = _distinct(hits)[: self.max_passages]
         picked, evidence = self._select(question, considered)
         if not picked or evidence < self.min_evidence:
-            return Answer.abstention(question, considered, generator=self.name, evidence=evidence)
+            why = (
+                "no retrieved passage holds the question's key terms"
+                if not picked
+                else f"evidence {evidence:.2f} is below the abstention threshold {self.min_evidence:.2f}"
+            )
+            return Answer.abstention(
+                question, considered, generator=self.name, evidence=evidence, notes=(why,)
+            )
         text, citations = render_cited([(u.shown, considered[u.passage], u.text) for u in picked])
         return Answer(
             question=question,
