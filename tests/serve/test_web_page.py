@@ -10,6 +10,7 @@ Screenshots go to ``$RAGLINE_TEST_OUTPUT/web`` (default ``test-output/web``).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def browser() -> Iterator[Any]:
 
 
 def test_web_page(browser, pg_url, schema, minilm, tmp_path):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -197,11 +199,24 @@ def test_web_page(browser, pg_url, schema, minilm, tmp_path):
             d.find_element(By.ID, "passage-close").click()
 
             d.find_element(By.CSS_SELECTOR, '#nav a[data-view="documents"]').click()
-            row = visible("#docs-table").find_element(
-                By.XPATH, ".//tr[td[contains(., 'upload:hostile-notice.txt')]]"
-            )
-            row.find_element(By.XPATH, ".//button[normalize-space()='Delete']").click()
-            row.find_element(By.XPATH, ".//button[normalize-space()='Confirm delete']").click()
+
+            def click_in_row(label: str) -> None:
+                # the list re-renders when its fetch completes: find the row afresh on a retry
+                for _ in range(20):
+                    try:
+                        row = visible("#docs-table").find_element(
+                            By.XPATH, ".//tr[td[contains(., 'upload:hostile-notice.txt')]]"
+                        )
+                        row.find_element(
+                            By.XPATH, f".//button[normalize-space()='{label}']"
+                        ).click()
+                        return
+                    except (StaleElementReferenceException, NoSuchElementException):
+                        time.sleep(0.1)
+                raise AssertionError(f"no {label!r} button in the hostile document's row")
+
+            click_in_row("Delete")
+            click_in_row("Confirm delete")
             wait.until(
                 lambda _: "upload:hostile-notice.txt" not in d.find_element(By.ID, "docs-list").text
             )

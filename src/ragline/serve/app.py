@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
-from pydantic import AfterValidator, BaseModel, Field
 
 from ..core.errors import AccessError, ConfigError, NotFoundError, RaglineError
 from ..core.trace import answer_dict, hit_dict
@@ -34,6 +34,7 @@ from ..store.keys import create_key, list_keys, lookup_key, revoke_key
 from .auth import Admin, Caller, RateLimiter, Who, key_from_headers, retry_after
 from .jobs import JobRunner
 from .metrics import Metrics
+from .schemas import AskRequest, KeyRequest, SearchRequest, SyncRequest, _no_nul
 
 log = logging.getLogger("ragline.serve")
 STATIC = Path(__file__).parent / "static"
@@ -41,67 +42,7 @@ MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 _SAFE_NAME = re.compile(r"[^\w.\- ()]+")
 
 
-def _no_nul(v: Any) -> Any:
-    """PostgreSQL text cannot hold NUL; refuse it up front with a clear message."""
-    if isinstance(v, str) and "\x00" in v:
-        raise ValueError("text must not contain NUL (\\u0000) characters")
-    if isinstance(v, list):
-        for x in v:
-            _no_nul(x)
-    if isinstance(v, dict):
-        for k, x in v.items():
-            _no_nul(k)
-            _no_nul(x)
-    return v
-
-
-Text = Annotated[str, AfterValidator(_no_nul)]
-FilterValue = Text | list[Text]
-
-
-class SearchRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-    query: Text = Field(min_length=1, max_length=4000, description="What to search for")
-    k: int = Field(default=10, ge=1, le=100)
-    mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
-    filters: dict[Text, FilterValue] = Field(
-        default_factory=dict,
-        description="language, type, source, modified_after/before, ingested_after/before, "
-        "or any metadata key",
-    )
-    include_history: bool = False
-
-
-class Turn(BaseModel):
-    role: Literal["user", "assistant", "system"]
-    content: Text = Field(max_length=20000)
-
-
-class AskRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-    question: Text = Field(min_length=1, max_length=4000)
-    k: int | None = Field(default=None, ge=1, le=50, description="Passages to read")
-    mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
-    filters: dict[Text, FilterValue] = Field(default_factory=dict)
-    history: list[Turn] = Field(default_factory=list, max_length=50)
-    stream: bool = Field(default=False, description="Server-sent events: delta…, then answer")
-
-
-class SyncRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-    path: Text = Field(min_length=1, max_length=4096)
-    groups: list[Text] = Field(default_factory=list, max_length=100)
-
-
-class KeyRequest(BaseModel):
-    model_config = {"extra": "forbid"}
-    groups: list[Text] = Field(default_factory=list, max_length=100)
-    admin: bool = False
-    name: Text = Field(default="", max_length=200)
-    rate_limit: int | None = Field(default=None, ge=1, le=1_000_000)
-
-
-def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Any:
+def _error(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> Any:
     return JSONResponse(
         {"error": {"message": message, "type": kind, "code": status}},
         status_code=status,
@@ -252,7 +193,9 @@ class Server:
         folder.mkdir(parents=True, exist_ok=True)
         saved = []
         for i, f in enumerate(files):
-            name = _SAFE_NAME.sub("_", Path(f.filename or f"file-{i}").name).strip() or f"file-{i}"
+            name = _SAFE_NAME.sub("_", Path(f.filename or "").name).strip()
+            if not name.strip("."):  # "", "." and ".." name no file (".." is the folder above)
+                name = f"file-{i}"
             path = folder / name
             size = 0
             with path.open("wb") as out:
@@ -273,14 +216,21 @@ class Server:
                 "folder sync is off on this server; start it with --sync-root DIR to allow "
                 "folders under DIR",
             )
-        folder = Path(path).expanduser().resolve()
+        try:  # ~unknown-user, names too long for the file system: a bad path, not a crash
+            folder = Path(path).expanduser().resolve()
+        except (RuntimeError, OSError, ValueError) as exc:
+            raise HTTPException(400, f"{path} is not a usable folder path: {exc}") from exc
         if not any(folder == r or r in folder.parents for r in self.sync_roots):
             raise HTTPException(
                 403,
                 f"{path} is outside the sync roots of this server: "
                 + ", ".join(str(r) for r in self.sync_roots),
             )
-        if not folder.is_dir():
+        try:
+            is_dir = folder.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
             raise HTTPException(400, f"{path} is not a folder on the server")
         return folder
 
@@ -495,7 +445,7 @@ def create_app(
     ) -> dict[str, Any]:
         meta = _metadata(metadata)
         group_list = sorted({g.strip() for g in groups.split(",") if g.strip()})
-        _no_nul(group_list)
+        _form_text("groups", group_list)
         if not files:
             raise HTTPException(400, "no files: send one or more 'files' parts")
         return {
@@ -511,12 +461,14 @@ def create_app(
         folder = srv.sync_folder(req.path)
         return {"job": srv.jobs.submit_sync(c.tenant, req.groups, folder)}
 
-    @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs")
-    def jobs(c: Who) -> dict[str, Any]:
+    # jobs are admin-only like the uploads that make them: their file names and reports
+    # name every document of the job, whatever its groups
+    @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs (admin)")
+    def jobs(c: Admin) -> dict[str, Any]:
         return {"jobs": jobstore.list_jobs(srv.db, c.tenant)}
 
-    @app.get("/v1/jobs/{job_id}", tags=["documents"])
-    def job(job_id: int, c: Who) -> dict[str, Any]:
+    @app.get("/v1/jobs/{job_id}", tags=["documents"], summary="One ingest job (admin)")
+    def job(job_id: int, c: Admin) -> dict[str, Any]:
         j = jobstore.get_job(srv.db, job_id, c.tenant) if abs(job_id) < 2**62 else None
         if j is None:
             raise HTTPException(404, f"no job {job_id}")
@@ -563,16 +515,34 @@ def create_app(
     return app
 
 
+def _form_text(field: str, value: Any) -> None:
+    """Form fields skip the models' validators: refuse NUL with a 400, not a crash."""
+    try:
+        _no_nul(value)
+    except ValueError as exc:
+        raise HTTPException(400, f"{field}: {exc}") from exc
+
+
+def _finite(text: str) -> float:
+    """NaN, ±Infinity and 1e999 parse in Python, but PostgreSQL's jsonb refuses them."""
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{text} is not a finite JSON number")
+    return v
+
+
 def _metadata(text: str) -> dict[str, Any] | None:
     if not text.strip():
         return None
     try:
-        meta = json.loads(text)
+        meta = json.loads(text, parse_float=_finite, parse_constant=_finite)
     except json.JSONDecodeError as exc:
         raise HTTPException(400, f"metadata is not JSON: {exc.msg}") from exc
+    except ValueError as exc:
+        raise HTTPException(400, f"metadata is not JSON: {exc}") from exc
     if not isinstance(meta, dict):
         raise HTTPException(400, 'metadata must be a JSON object, e.g. {"department": "hr"}')
-    _no_nul(meta)
+    _form_text("metadata", meta)
     return {str(k): v for k, v in meta.items()}
 
 

@@ -52,7 +52,7 @@ def _text(content: Any) -> str:
     parts = []
     for p in content:
         if isinstance(p, dict) and p.get("type") in ("text", "input_text"):
-            parts.append(str(p.get("text", "")))
+            parts.append(str(p.get("text") or ""))  # a null text is no text, not "None"
     return "\n".join(parts)
 
 
