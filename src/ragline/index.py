@@ -6,6 +6,7 @@ used alone.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,14 @@ from .tracing import TracingMixin, _principal
 class Index(TracingMixin):
     """Ingest, search and ask over one collection of one database."""
 
-    def __init__(self, settings: Settings, *, embedder: Any = None) -> None:
+    def __init__(
+        self, settings: Settings, *, embedder: Any = None, version: int | None = None
+    ) -> None:
+        """``version`` pins one index version of the collection (default: whichever is
+        active, followed across ``ragline index activate``)."""
         from .analysis.analyzer import MultiAnalyzer
-        from .store.collections import find_collection
         from .store.db import resolve_database
+        from .store.versions import active_collection, get_version
 
         self.settings = settings
         self.db = resolve_database(
@@ -38,7 +43,13 @@ class Index(TracingMixin):
         self._searcher: Any = None
         self._chat: Any = None
         self._traces_saved = 0
-        existing = find_collection(self.db, settings.collection)
+        self._switch = threading.Lock()
+        self._pin = (
+            None
+            if version is None
+            else get_version(self.db, settings.collection, version).collection
+        )
+        existing = self._pin or active_collection(self.db, settings.collection)
         if embedder is not None:
             self._bind(embedder)
         elif settings.embedder != "auto":
@@ -53,10 +64,11 @@ class Index(TracingMixin):
         """Fix the embedder (and a chunker sized for it) and open or create the collection."""
         from .chunk import make_chunker, strategy_of
         from .chunk.contextual import CTX_SUFFIX, ContextualChunker
-        from .store.collections import ensure_collection, find_collection
+        from .store.collections import ensure_collection
+        from .store.versions import active_collection
 
         s = self.settings
-        existing = find_collection(self.db, s.collection)
+        existing = self._pin or active_collection(self.db, s.collection)
         spec = s.chunking or "section"
         if existing is not None:
             stored = strategy_of(existing.chunker)
@@ -89,12 +101,34 @@ class Index(TracingMixin):
             self.chunker = ContextualChunker(self.chunker, self.chat)
         self.collection = ensure_collection(
             self.db,
-            self.settings.collection,
+            existing.name if existing is not None else s.collection,  # the active version
             embedder=embedder.model_id,
             dim=embedder.dim,
             analyzer=self.analyzer.name,
             chunker=self.chunker.name,
         )
+
+    def _refresh(self) -> None:
+        """Follow an index-version switch (``ragline index activate``) made by any
+        process: one cheap query; queries already running keep their searcher."""
+        if self.collection is None or self._pin is not None:
+            return
+        from .store.versions import active_collection_id
+
+        active = active_collection_id(self.db, self.settings.collection)
+        if active is None or active == self.collection.id:
+            return
+        from .store.versions import active_collection
+
+        with self._switch:
+            new = active_collection(self.db, self.settings.collection)
+            if new is None or new.id == self.collection.id:
+                return
+            embedder = self.embedder
+            if new.embedder != self.collection.embedder:
+                embedder = _embedder_for(new.embedder)
+            self._searcher = None
+            self._bind(embedder)
 
     def _require_collection(self) -> None:
         if self.collection is None:
@@ -184,6 +218,7 @@ class Index(TracingMixin):
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        self._refresh()
         if self.collection is None:
             from .ingest.sources import file_source, iter_files
 
@@ -208,6 +243,7 @@ class Index(TracingMixin):
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        self._refresh()
         if self.collection is None:
             sources = self._choose_embedder(sources)
         return self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
@@ -360,9 +396,11 @@ class Index(TracingMixin):
             mode = "rerank" if self.settings.reranker else "hybrid"
         k = k or self.settings.top_k
         principal = _principal(tenant, groups)
+        self._refresh()
+        searcher = self.searcher  # one version for every query of the plan
         plan = self.planner(**dict(techniques or {})).plan(query, history)
         results = [
-            self.searcher.search(
+            searcher.search(
                 q,
                 principal,
                 k=k,

@@ -24,8 +24,13 @@ def test_purge_erases_everything(pg_url, schema, tmp_path):
     idx.ingest(tmp_path / "other.md")
     with idx.db.connection() as conn:
         cache_before = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    citing = idx.ask("Where does Quentin Zapotec live?")
+    other = idx.search_result("zapotec cuisine", mode="bm25", k=1)
+    assert citing.trace_id and "Quentin" in json.dumps(idx.trace(citing.trace_id))
     out = idx.purge(f)
     assert out["versions"] == 2 and out["cache_entries"] >= 2
+    assert out["traces"] >= 1 and idx.trace(citing.trace_id) is None  # traces citing it: gone
+    assert idx.trace(other.trace_id) is not None  # traces of other documents stay
     for mode in ("bm25", "vector", "hybrid"):
         for hist in (False, True):
             hits = idx.search(
@@ -52,7 +57,7 @@ def test_purge_erases_everything(pg_url, schema, tmp_path):
     assert cache_after == cache_before - out["cache_entries"]
     assert dead == 0
     assert idx.search("zapotec cuisine", mode="bm25")  # other documents untouched
-    assert idx.purge(f) == {"versions": 0, "cache_entries": 0}
+    assert idx.purge(f) == {"versions": 0, "cache_entries": 0, "traces": 0}
     idx.close()
 
 

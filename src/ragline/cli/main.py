@@ -589,6 +589,7 @@ def server_status(obj: _Ctx, as_json: bool) -> None:
 
 
 from .eval import eval_group  # noqa: E402
+from .index_cmd import index_group  # noqa: E402
 from .mcp import mcp_command  # noqa: E402
 from .serve import keys_group, serve_command, trace_command  # noqa: E402
 
@@ -597,6 +598,7 @@ cli.add_command(serve_command)
 cli.add_command(keys_group)
 cli.add_command(trace_command)
 cli.add_command(mcp_command)
+cli.add_command(index_group)
 
 
 def main() -> None:

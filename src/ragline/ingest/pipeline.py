@@ -190,7 +190,9 @@ class Ingestor:
                     self.on_progress(name, 0)
                     continue
                 old = existing.get(src.doc_key)
-                if old is not None and old.content_hash == src.content_hash:
+                # unchanged, and its parsed text is stored (documents ingested before
+                # index versions existed are re-indexed once, their vectors from the cache)
+                if old is not None and old.content_hash == src.content_hash and old.has_content:
                     stale_meta = any(
                         old.metadata.get(k) != v for k, v in self.extra_metadata.items()
                     )
@@ -296,6 +298,7 @@ class Ingestor:
                     modified_at=p.source.modified_at,
                     keep_versions=self.keep_versions,
                     language=language,
+                    content=parsed_to_json(p.parsed),
                 )
             except Exception as exc:
                 report.failed.append(
@@ -333,3 +336,29 @@ def backfill_embeddings(
         done += len(todo)
         if on_progress:
             on_progress(len(todo))
+
+
+def parsed_to_json(parsed: ParsedDocument) -> dict[str, Any]:
+    """The parsed document as stored with it (index versions are rebuilt from this)."""
+    return {
+        "title": parsed.title,
+        "media_type": parsed.media_type,
+        "blocks": [
+            [b.kind, b.text, b.level, list(b.heading_path), b.page] for b in parsed.blocks
+        ],
+    }
+
+
+def parsed_from_json(data: Mapping[str, Any], metadata: Mapping[str, Any]) -> ParsedDocument:
+    """Inverse of :func:`parsed_to_json` (``metadata``: the stored document's)."""
+    from ..core.types import Block
+
+    return ParsedDocument(
+        title=str(data["title"]),
+        media_type=str(data["media_type"]),
+        blocks=tuple(
+            Block(kind=k, text=t, level=int(lv), heading_path=tuple(hp), page=pg)
+            for k, t, lv, hp, pg in data["blocks"]
+        ),
+        metadata=dict(metadata),
+    )

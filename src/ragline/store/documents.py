@@ -37,6 +37,8 @@ class DocumentRecord:
     n_chunks: int
     ingested_at: datetime
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    has_content: bool = True
+    """The parsed document is stored (index versions rebuild from it)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class PreparedChunk:
 
 _DOC_COLS = (
     "id, doc_key, source_uri, title, media_type, content_hash, version, tenant, groups, "
-    "n_chunks, ingested_at, metadata"
+    "n_chunks, ingested_at, metadata, content IS NOT NULL"
 )
 
 
@@ -69,6 +71,7 @@ def _doc(r: Any) -> DocumentRecord:
         n_chunks=r[9],
         ingested_at=r[10],
         metadata=r[11] or {},
+        has_content=bool(r[12]),
     )
 
 
@@ -125,6 +128,7 @@ def write_document(
     modified_at: datetime | None = None,
     language: str | None = None,
     keep_versions: int = 0,
+    content: Mapping[str, Any] | None = None,
 ) -> DocumentRecord:
     """Store a new version of a document, replacing the current one atomically."""
     groups = sorted(set(groups))
@@ -154,8 +158,8 @@ def write_document(
             )
         r = conn.execute(
             "INSERT INTO documents (collection_id, doc_key, source_uri, title, media_type, content_hash, "
-            "version, tenant, groups, metadata, language, modified_at, n_chunks) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "version, tenant, groups, metadata, language, modified_at, n_chunks, content) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             f"RETURNING {_DOC_COLS}",
             (
                 collection.id,
@@ -171,6 +175,7 @@ def write_document(
                 language,
                 modified_at,
                 len(chunks),
+                None if content is None else json.dumps(dict(content), default=str),
             ),
         ).fetchone()
         doc = _doc(r)

@@ -1,0 +1,168 @@
+"""Build a new index version of a collection from its stored documents, beside the live one.
+
+The new version is a collection of its own (``NAME--vK``): the stored parsed documents of
+the live version are chunked, embedded and indexed into it by the normal ingest pipeline,
+per tenant and group set, while the live version keeps serving. A killed build resumes:
+documents already in the new version with the same content are skipped, and chunk texts
+already embedded by that model come from the embedding cache. Nothing in the live
+version is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .core.errors import ConfigError, NotFoundError
+from .ingest.pipeline import parsed_from_json
+from .ingest.sources import Source
+from .store import versions as vs
+
+
+def _spec(index: Any, embedder: str | None, chunking: str | None) -> dict[str, str]:
+    live = index.collection
+    from .chunk import strategy_of
+
+    return {
+        "embedder": embedder or live.embedder,
+        "chunking": chunking or strategy_of(live.chunker),
+    }
+
+
+def _live_documents(index: Any) -> list[tuple[Any, ...]]:
+    with index.db.connection() as conn:
+        return conn.execute(
+            "SELECT tenant, groups, doc_key, source_uri, content_hash, modified_at, metadata, "
+            "content FROM documents WHERE collection_id = %s AND is_current "
+            "ORDER BY tenant, groups, doc_key",
+            (index.collection.id,),
+        ).fetchall()
+
+
+def _source(row: tuple[Any, ...]) -> Source | tuple[str, Exception]:
+    tenant, groups, key, uri, digest, modified, meta, content = row
+    meta = dict(meta or {})
+    if content is not None:
+        return Source(
+            doc_key=key,
+            source_uri=uri,
+            content_hash=digest,
+            load=lambda: parsed_from_json(content, meta),
+            modified_at=modified,
+            metadata=meta,
+        )
+    path = Path(uri)
+    if path.is_file():  # ingested before parsed documents were stored: parse the source again
+        from dataclasses import replace
+
+        from .ingest.sources import file_source
+
+        src = file_source(path)
+        if src.content_hash == digest:
+            return replace(src, doc_key=key, metadata=meta)
+    return (
+        key,
+        ConfigError(
+            f"{key}: no stored parsed text (ingested by an older ragline) and the source file "
+            "is gone or changed; ingest it again, then rebuild"
+        ),
+    )
+
+
+def build_version(
+    index: Any,
+    *,
+    embedder: str | None = None,
+    chunking: str | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> dict[str, Any]:
+    """Build (or resume) a version of ``index``'s collection with ``embedder`` /
+    ``chunking`` (defaults: the live version's); returns the version and a report."""
+    from .index import Index
+
+    if index.collection is None:
+        raise NotFoundError(
+            f"collection {index.settings.collection!r} is empty: ingest documents before "
+            "building another index version of it"
+        )
+    name = index.settings.collection
+    spec = _spec(index, embedder, chunking)
+    pending = vs.resumable(index.db, name, spec)
+    number = pending.version if pending else vs.new_version(index.db, name, spec)
+    physical = vs.version_collection_name(name, number)
+    target = Index(
+        index.settings.model_copy(
+            update={
+                "collection": physical,
+                "embedder": spec["embedder"] if embedder else "auto",
+                "chunking": spec["chunking"],
+                "traces": False,
+            }
+        ),
+        embedder=None if embedder else index.embedder,
+    )
+    try:
+        if target.collection is None:
+            raise ConfigError(f"could not create collection {physical!r} for the new version")
+        vs.record_version(index.db, name, number, target.collection.id, spec)
+        totals: dict[str, Any] = {
+            "added": 0,
+            "unchanged": 0,
+            "updated": 0,
+            "deleted": 0,
+            "failed": [],
+            "embedded": 0,
+            "cached": 0,
+            "chunks": 0,
+        }
+        group: list[tuple[Any, ...]] = []
+        owner: tuple[str, tuple[str, ...]] | None = None
+
+        def flush() -> None:
+            if not group or owner is None:
+                return
+            report = target.ingest_sources(
+                (_source(r) for r in group),
+                tenant=owner[0],
+                groups=list(owner[1]),
+                on_progress=on_progress,
+            )
+            for key in ("added", "unchanged", "updated"):
+                totals[key] += len(getattr(report, key))
+            totals["failed"] += [f.__dict__ for f in report.failed]
+            for key in ("embedded", "cached", "chunks"):
+                totals[key] += getattr(report, key)
+
+        live_keys: set[tuple[str, str]] = set()
+        for row in _live_documents(index):
+            who = (row[0], tuple(row[1]))
+            live_keys.add((row[0], row[2]))
+            if who != owner:
+                flush()
+                group, owner = [], who
+            group.append(row)
+        flush()
+        totals["deleted"] = _drop_deleted(target, live_keys)
+        if not totals["failed"]:
+            vs.mark_built(index.db, name, number)
+        state = vs.get_version(index.db, name, number)
+        return {"version": number, "state": state.state, "collection": physical, **totals}
+    finally:
+        target.close()
+
+
+def _drop_deleted(target: Any, live_keys: set[tuple[str, str]]) -> int:
+    """Documents the new version holds that the live version no longer has."""
+    from .store.documents import delete_document
+
+    with target.db.connection() as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT tenant, doc_key FROM documents WHERE collection_id = %s",
+            (target.collection.id,),
+        ).fetchall()
+    n = 0
+    for tenant, key in rows:
+        if (tenant, key) not in live_keys:
+            n += delete_document(target.db, target.collection, tenant, key)
+    return n
