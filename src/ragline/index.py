@@ -223,12 +223,14 @@ class Index(TracingMixin):
             from .ingest.sources import file_source, iter_files
 
             self._choose_embedder(file_source(p) for p, err in iter_files([folder]) if err is None)
-        return sync_folder(
+        report = sync_folder(
             self._ingestor(on_progress, metadata=metadata),
             Path(folder),
             owner=owner,
             on_progress=on_progress,
         )
+        self._record_outcome(owner.tenant, report)
+        return report
 
     def ingest_sources(
         self,
@@ -246,8 +248,23 @@ class Index(TracingMixin):
         self._refresh()
         if self.collection is None:
             sources = self._choose_embedder(sources)
-        return self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
+        report = self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
             sources, owner=owner
+        )
+        self._record_outcome(owner.tenant, report)
+        return report
+
+    def _record_outcome(self, tenant: str, report: Any) -> None:
+        if self.collection is None:
+            return
+        from .store.freshness import record_outcome
+
+        record_outcome(
+            self.db,
+            self.collection,
+            tenant,
+            [(f.source, f.reason) for f in report.failed],
+            [*report.added, *report.updated, *report.unchanged],
         )
 
     def _ingestor(
@@ -589,42 +606,12 @@ class Index(TracingMixin):
         return replace(ctx, plan=res.plan, search=res)
 
     # -- admin ----------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        if self.collection is None:
-            return {
-                "collection": self.settings.collection,
-                "embedder": "auto (chosen at first ingest)",
-                "documents": 0,
-                "chunks": 0,
-            }
-        with self.db.connection() as conn:
-            docs, chunks = conn.execute(
-                "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s AND is_current",
-                (self.collection.id,),
-            ).fetchone()
-            tenants = conn.execute(
-                "SELECT tenant, count(*) FROM documents WHERE collection_id = %s AND is_current GROUP BY tenant ORDER BY tenant",
-                (self.collection.id,),
-            ).fetchall()
-            cache = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-            version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
-            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-        return {
-            "collection": self.collection.name,
-            "embedder": self.collection.embedder,
-            "dim": self.collection.dim,
-            "analyzer": self.collection.analyzer,
-            "chunker": self.collection.chunker,
-            "documents": docs,
-            "chunks": int(chunks),
-            "tenants": {t: n for t, n in tenants},
-            "embedding_cache_entries": cache,
-            "schema_version": version,
-            "database": self.settings.database_url
-            and "external"
-            or f"embedded ({Path(self.settings.data_dir).resolve()})",
-            "database_bytes": size,
-        }
+    def status(self, *, check_sources: bool = True) -> dict[str, Any]:
+        """What the index holds and how fresh it is (see :mod:`ragline.status`)."""
+        from .status import index_status
+
+        self._refresh()
+        return index_status(self, check_sources=check_sources)
 
     def close(self) -> None:
         if self._searcher is not None:

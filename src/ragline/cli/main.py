@@ -499,7 +499,41 @@ def status(obj: _Ctx, as_json: bool) -> None:
         _echo_json(st)
         return
     for key, value in st.items():
+        if key == "freshness":
+            continue
         click.echo(f"{key:24} {value}")
+    fresh = st.get("freshness")
+    if fresh:
+        lag = fresh["lag_seconds"]
+        if lag["documents"]:
+            click.echo(
+                f"{'lag (indexed - modified)':24} p50 {_dur(lag['p50'])}, p90 {_dur(lag['p90'])}, "
+                f"max {_dur(lag['max'])} over {lag['documents']} documents"
+            )
+        oldest = fresh["oldest_pending_change"]
+        click.echo(
+            f"{'pending changes':24} {fresh['pending_changes']}"
+            + (
+                f" (oldest: {oldest['source']}, modified {oldest['modified_at'][:19]})"
+                if oldest
+                else ""
+            )
+        )
+        click.echo(f"{'failed sources':24} {len(fresh['failed_sources'])}")
+        for f in fresh["failed_sources"][:10]:
+            click.echo(f"  {f['source']}: {f['reason']} ({f['failed_at'][:19]})")
+        click.echo(f"{'missing sources':24} {len(fresh['missing_sources'])}")
+        for m in fresh["missing_sources"][:10]:
+            click.echo(f"  {m}")
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 @cli.command()

@@ -1,0 +1,56 @@
+"""``ragline status``: what an index holds, which version serves, and how fresh it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .store.freshness import freshness
+from .store.versions import list_versions
+
+
+def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
+    if index.collection is None:
+        return {
+            "collection": index.settings.collection,
+            "embedder": "auto (chosen at first ingest)",
+            "documents": 0,
+            "chunks": 0,
+        }
+    with index.db.connection() as conn:
+        docs, chunks = conn.execute(
+            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s AND is_current",
+            (index.collection.id,),
+        ).fetchone()
+        tenants = conn.execute(
+            "SELECT tenant, count(*) FROM documents WHERE collection_id = %s AND is_current GROUP BY tenant ORDER BY tenant",
+            (index.collection.id,),
+        ).fetchall()
+        cache = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return {
+        "collection": index.collection.name,
+        "embedder": index.collection.embedder,
+        "dim": index.collection.dim,
+        "analyzer": index.collection.analyzer,
+        "chunker": index.collection.chunker,
+        "documents": docs,
+        "chunks": int(chunks),
+        "tenants": {t: n for t, n in tenants},
+        "embedding_cache_entries": cache,
+        "schema_version": version,
+        "database": index.settings.database_url
+        and "external"
+        or f"embedded ({Path(index.settings.data_dir).resolve()})",
+        "database_bytes": size,
+        "index_version": next(
+            (
+                v.version
+                for v in list_versions(index.db, index.settings.collection)
+                if v.state == "active"
+            ),
+            1,
+        ),
+        "freshness": freshness(index.db, index.collection, check_sources=check_sources),
+    }
