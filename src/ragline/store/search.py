@@ -210,7 +210,7 @@ def to_hits(
     leg_scores: dict[str, dict[int, float]] | None = None,
     leg_ranks: dict[str, dict[int, int]] | None = None,
 ) -> list[Hit]:
-    hits = []
+    hits: list[Hit] = []
     for rank, (cid, score) in enumerate(ranked, start=1):
         row = rows.get(cid)
         if row is None:  # vanished (deleted concurrently) or not permitted: never shown

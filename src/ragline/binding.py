@@ -1,0 +1,146 @@
+"""How an :class:`~ragline.index.Index` binds to its collection: the embedder, a chunker
+sized for it, the active index version (followed across activations), and the automatic
+choice of model from the first documents."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from .core.errors import ConfigError
+
+
+class BindingMixin:
+    settings: Any
+    db: Any
+    collection: Any
+    embedder: Any
+    chunker: Any
+    analyzer: Any
+    chat: Any
+    _searcher: Any
+    _pin: Any
+    _switch: threading.Lock
+
+    def _bind(self, embedder: Any) -> None:
+        """Fix the embedder (and a chunker sized for it) and open or create the collection."""
+        from .chunk import make_chunker, strategy_of
+        from .chunk.contextual import CTX_SUFFIX, ContextualChunker
+        from .store.collections import ensure_collection
+        from .store.versions import active_collection
+
+        s = self.settings
+        existing = self._pin or active_collection(self.db, s.collection)
+        spec = s.chunking or "section"
+        if existing is not None:
+            stored = strategy_of(existing.chunker)
+            if s.chunking and strategy_of(s.chunking) != stored:
+                raise ConfigError(
+                    f"collection {s.collection!r} was chunked with {existing.chunker!r}; it cannot "
+                    f"switch to {s.chunking!r} in place. Ingest into another collection "
+                    "(--collection NAME) to compare strategies"
+                )
+            # the stored name fixes the sizes too; section collections follow the settings'
+            # sizes as they always have (a new size applies to documents ingested from now)
+            spec = existing.chunker if stored != "section" else "section"
+        self.embedder = embedder
+        self.chunker = make_chunker(
+            spec,
+            max_tokens=s.chunk_max_tokens or max(16, embedder.max_tokens - 2),
+            overlap_tokens=s.chunk_overlap_tokens,
+            count_tokens=embedder.count_tokens,
+            embed=embedder.embed_documents,
+            parent_tokens=s.parent_max_tokens,
+            child_tokens=s.child_max_tokens,
+            percentile=s.semantic_percentile,
+        )
+        contextual = (
+            existing.chunker.endswith(CTX_SUFFIX)
+            if existing is not None
+            else s.contextual_retrieval
+        )
+        if contextual:
+            self.chunker = ContextualChunker(self.chunker, self.chat)
+        self.collection = ensure_collection(
+            self.db,
+            existing.name if existing is not None else s.collection,  # the active version
+            embedder=embedder.model_id,
+            dim=embedder.dim,
+            analyzer=self.analyzer.name,
+            chunker=self.chunker.name,
+        )
+
+    def _refresh(self) -> None:
+        """Follow an index-version switch (``ragline index activate``) made by any
+        process: one cheap query; queries already running keep their searcher."""
+        if self.collection is None or self._pin is not None:
+            return
+        from .store.versions import active_collection_id
+
+        active = active_collection_id(self.db, self.settings.collection)
+        if active is None or active == self.collection.id:
+            return
+        from .store.versions import active_collection
+
+        with self._switch:
+            new = active_collection(self.db, self.settings.collection)
+            if new is None or new.id == self.collection.id:
+                return
+            embedder = self.embedder
+            if new.embedder != self.collection.embedder:
+                embedder = _embedder_for(new.embedder)
+            self._searcher = None
+            self._bind(embedder)
+
+    def _require_collection(self) -> None:
+        if self.collection is None:
+            from .core.errors import NotFoundError
+
+            raise NotFoundError(
+                f"collection {self.settings.collection!r} is empty: ingest documents first "
+                "(with embedder 'auto' the model is chosen from the first documents)"
+            )
+
+    def _choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
+        """Embedder 'auto': English first documents → MiniLM, any other language → e5."""
+        import itertools
+
+        from .analysis.language import detect_language
+        from .embed import get_embedder
+        from .ingest.sources import Source
+        from .ingest.workers import ParsePool
+
+        it = iter(sources)
+        head: list[Any] = []
+        sample: list[Any] = []
+        for item in it:
+            head.append(item)
+            if isinstance(item, Source):
+                sample.append(item)
+                if len(sample) >= 5:
+                    break
+        text = ""
+        pool: Any
+        with ParsePool(**self.settings.parse_options()) as pool:
+            items = ((i, s.path, s.load if s.path is None else None) for i, s in enumerate(sample))
+            for _key, doc in pool.imap(items):
+                if not isinstance(doc, Exception):
+                    text += doc.text[:2000] + "\n\n"
+        lang = detect_language(text).code if text.strip() else "en"
+        self._bind(get_embedder("minilm" if lang in ("en", "und") else "e5"))
+        return itertools.chain(head, it)
+
+
+def _embedder_for(model_id: str) -> Any:
+    """Rebuild the embedder a collection was created with, from its stored model id."""
+    from .core.errors import ConfigError
+    from .embed import get_embedder
+
+    try:
+        return get_embedder(model_id)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"this collection was built with embedder {model_id!r}; ragline cannot rebuild it from "
+            "the id alone: set RAGLINE_EMBEDDER (or --settings) to the same embedder spec"
+        ) from exc
