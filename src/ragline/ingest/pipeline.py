@@ -343,9 +343,7 @@ def parsed_to_json(parsed: ParsedDocument) -> dict[str, Any]:
     return {
         "title": parsed.title,
         "media_type": parsed.media_type,
-        "blocks": [
-            [b.kind, b.text, b.level, list(b.heading_path), b.page] for b in parsed.blocks
-        ],
+        "blocks": [[b.kind, b.text, b.level, list(b.heading_path), b.page] for b in parsed.blocks],
     }
 
 
