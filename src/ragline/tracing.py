@@ -35,7 +35,12 @@ class TracingMixin:
         self._traces_saved += 1
         if self._traces_saved % 500 == 1:  # retention: on the first save, then every 500
             expire_traces(self.db, self.settings.trace_retention_days)
-        return save_trace(self.db, self.collection.id, principal, record)
+        trace_id = save_trace(self.db, self.collection.id, principal, record)
+        if self.settings.otel_export:
+            from .otel import export_spans
+
+            export_spans({**record, "id": trace_id})
+        return trace_id
 
     def trace(
         self,

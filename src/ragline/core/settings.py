@@ -108,6 +108,11 @@ class Settings(BaseModel):
     trace_retention_days: float = Field(
         default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"
     )
+    otel_export: bool = Field(
+        default=False,
+        description="also export each trace as OpenTelemetry spans (extra otel; uses the "
+        "application's tracer provider)",
+    )
     rate_limit: int = Field(
         default=600, ge=1, description="HTTP API: requests per minute per key (keys may override)"
     )

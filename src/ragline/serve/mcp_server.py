@@ -242,9 +242,9 @@ class RaglineTools:
         with self._lock:
             idx = self._index
             if idx.collection is None:
-                from ..store.collections import find_collection
+                from ..store.versions import active_collection
 
-                if find_collection(idx.db, idx.settings.collection) is not None:
+                if active_collection(idx.db, idx.settings.collection) is not None:
                     idx = type(idx)(idx.settings)
                     self._reopened.append(idx)
                     self._index = idx
