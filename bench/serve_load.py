@@ -174,6 +174,7 @@ def main() -> None:
     ap.add_argument("--beir", default=str(REPO.parent / "shared/data/scifact"))
     ap.add_argument("--collection", default=None, help="default: the BEIR eval collection")
     ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--workers", type=int, default=2, help="ragline serve --workers")
     ap.add_argument("--duration", type=float, default=120.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -208,7 +209,15 @@ def main() -> None:
     port = free_port()
     server = subprocess.Popen(
         ragline_cmd(
-            args.data_dir, collection, "serve", "--port", str(port), "--log-level", "warning"
+            args.data_dir,
+            collection,
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
         ),
         env={**os.environ, "RAGLINE_TRACE_RETENTION_DAYS": "1"},
     )
@@ -234,6 +243,7 @@ def main() -> None:
                 capture_output=True,
             )
     report["in_process_search"] = peer
+    report["workers"] = args.workers
     if "search" in report:
         report["search_p50_ratio_vs_in_process"] = round(
             report["search"]["p50_ms"] / peer["p50_ms"], 2

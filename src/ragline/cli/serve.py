@@ -42,6 +42,13 @@ def _need_serve_extra() -> None:
 @click.option(
     "--rate-limit", type=int, default=None, help="Requests per minute per key (default 600)."
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes (each with its own connections and models; use about one per core).",
+)
 @click.option("--log-level", default="info", show_default=True)
 @click.pass_obj
 def serve_command(
@@ -50,6 +57,7 @@ def serve_command(
     port: int,
     sync_roots: tuple[Path, ...],
     rate_limit: int | None,
+    workers: int,
     log_level: str,
 ) -> None:
     """Serve the HTTP API, the OpenAI-compatible endpoint and the web page.
@@ -62,6 +70,43 @@ def serve_command(
 
     from ..serve.app import create_app
 
+    if workers > 1:
+        import os
+
+        from ..serve.app import SERVE_CONFIG_ENV
+
+        settings: dict[str, Any] = {"pool_size": 16}
+        if obj.data_dir:
+            settings["data_dir"] = str(obj.data_dir)
+        if obj.collection:
+            settings["collection"] = obj.collection
+        index = obj.index(pool_size=2)  # fail here, once, on a bad configuration
+        os.environ[SERVE_CONFIG_ENV] = json.dumps(
+            {
+                "settings": settings,
+                "settings_file": obj.settings_file,
+                "explicit_data_dir": bool(obj.data_dir),
+                "sync_roots": [str(p) for p in sync_roots],
+                "upload_dir": str(obj.data_path() / "uploads"),
+                "rate_limit": rate_limit,
+                "workers": workers,
+            }
+        )
+        click.echo(
+            f"ragline serving {index.settings.collection} on http://{host}:{port}/ "
+            f"({workers} workers)",
+            err=True,
+        )
+        uvicorn.run(
+            "ragline.serve.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            timeout_graceful_shutdown=10,
+        )
+        return
     index = obj.index(pool_size=16)
     app = create_app(
         index,

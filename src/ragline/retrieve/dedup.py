@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -44,25 +45,23 @@ def _coefficients() -> tuple[list[int], list[int]]:
 
 
 _A, _B = _coefficients()
+_K1, _K2 = 1_000_003, 8_191  # shingle = (w1·K1 + w2·K2 + w3) mod p
 
 
 def minhash(text: str) -> tuple[int, ...]:
-    """MinHash signature (NUM_PERM values) of the word 3-gram shingles of ``text``."""
+    """MinHash signature (NUM_PERM values) of the word 3-gram shingles of ``text``.
+
+    A shingle's hash combines its words' CRC-32s, vectorized: the search path runs this
+    on every hit, so it must cost well under a millisecond per passage."""
     import numpy as np
 
     words = normalize(text).split()
     if len(words) < SHINGLE:
-        shingles = {" ".join(words)}
+        x = np.asarray([zlib.crc32(" ".join(words).encode())], dtype=np.uint64)
     else:
-        shingles = {" ".join(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
-    x = np.fromiter(
-        (
-            int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little") % _PRIME
-            for s in shingles
-        ),
-        dtype=np.uint64,
-        count=len(shingles),
-    )
+        w = np.fromiter((zlib.crc32(t.encode()) for t in words), dtype=np.uint64, count=len(words))
+        p = np.uint64(_PRIME)
+        x = np.unique((w[:-2] * _K1 % p + w[1:-1] * _K2 % p + w[2:]) % p)  # each product < 2**63
     a = np.asarray(_A, dtype=np.uint64)[:, None]
     b = np.asarray(_B, dtype=np.uint64)[:, None]
     return tuple(int(v) for v in ((a * x[None, :] + b) % np.uint64(_PRIME)).min(axis=1))

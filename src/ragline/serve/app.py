@@ -546,6 +546,32 @@ def _metadata(text: str) -> dict[str, Any] | None:
     return {str(k): v for k, v in meta.items()}
 
 
+SERVE_CONFIG_ENV = "RAGLINE_SERVE_CONFIG"
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process of ``ragline serve --workers N`` (uvicorn factory):
+    the server's options come as JSON in ``RAGLINE_SERVE_CONFIG``."""
+    import os
+
+    from ..core.settings import Settings
+    from ..index import Index
+
+    cfg = json.loads(os.environ[SERVE_CONFIG_ENV])
+    settings = Settings.load(cfg.get("settings_file"), **cfg["settings"])
+    if cfg.get("explicit_data_dir"):
+        settings = settings.model_copy(update={"database_url": None})
+    workers = max(1, int(cfg.get("workers", 1)))
+    limit = cfg.get("rate_limit") or settings.rate_limit
+    return create_app(
+        Index(settings),
+        sync_roots=[Path(p) for p in cfg.get("sync_roots", [])],
+        upload_dir=Path(cfg["upload_dir"]),
+        # each worker enforces its share: requests spread over the workers
+        rate_limit=max(1, -(-int(limit) // workers)),
+    )
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -12,12 +12,14 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..store.jobs import abandon_unfinished, create_job, update_job
 
 log = logging.getLogger("ragline.serve")
+_PROCESS_START = datetime.now(UTC)
 
 
 class JobRunner:
@@ -30,7 +32,7 @@ class JobRunner:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        abandon_unfinished(self.index.db)
+        abandon_unfinished(self.index.db, before=_PROCESS_START)
         self._thread = threading.Thread(target=self._work, name="ragline-jobs", daemon=True)
         self._thread.start()
 

@@ -84,13 +84,15 @@ def queue_counts(db: Database) -> dict[str, int]:
     return {s: int(n) for s, n in rows}
 
 
-def abandon_unfinished(db: Database) -> int:
-    """Jobs left queued or running by a server that stopped: marked failed, with a reason."""
+def abandon_unfinished(db: Database, before: Any = None) -> int:
+    """Jobs left queued or running by a server that stopped (created ``before`` this
+    server started, so a sibling worker's new jobs are left alone): marked failed."""
     with db.connection() as conn:
         return int(
             conn.execute(
                 "UPDATE ingest_jobs SET status = 'failed', finished_at = now(), "
                 'detail = detail || \'{"error": "the server stopped before the job finished; upload again"}\'::jsonb '
-                "WHERE status IN ('queued', 'running')"
+                "WHERE status IN ('queued', 'running') AND created_at < coalesce(%s, now())",
+                (before,),
             ).rowcount
         )
