@@ -23,6 +23,62 @@ _chunking = click.option(
 )
 
 
+_explain = click.option(
+    "--explain",
+    is_flag=True,
+    help="Store a trace per query and blame each missed gold item on a stage: not-chunked, "
+    "not-retrieved, ranked-out (or, for qa, ignored-by-generator).",
+)
+_explain_k = click.option(
+    "--explain-k",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --explain: a gold item is missed when it is not in the top N "
+    "(default: --k for retrieval, 10 for golden).",
+)
+_index_version = click.option(
+    "--index-version",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluate this index version of the evaluation collection (1: the collection as "
+    "first built; see `ragline index list`), whichever version is active.",
+)
+
+
+def _open(obj: Any, index_version: int | None, overrides: dict[str, Any]) -> Any:
+    """The evaluation index; with ``index_version``, pinned to that version of the
+    evaluation collection (its physical collection ``version_collection_name(name, V)``),
+    whichever version is active."""
+    index = obj.index(**overrides)
+    if index_version is None:
+        return index
+    from ..index import Index
+    from ..store.versions import get_version, list_versions
+
+    name = index.settings.collection
+    if index_version == 1 and not list_versions(index.db, name):
+        return index  # never versioned: version 1 is the collection itself
+    version = get_version(index.db, name, index_version)  # NotFoundError lists the versions
+    if index.collection is not None and index.collection.id == version.collection.id:
+        return index
+    # the version's own embedder and chunking, as `ragline index compare` opens it
+    pinned = Index(
+        index.settings.model_copy(update={"embedder": "auto", "chunking": None}),
+        version=index_version,
+    )
+    index.close()
+    obj._index = pinned  # closed by the CLI group like any index
+    return pinned
+
+
+def _explain_text(stages: dict[str, dict[str, Any]], head: str) -> str:
+    from ..evaluate.explain import render_summary
+
+    return render_summary(
+        {m: r["explain"] for m, r in stages.items() if "explain" in r}, headline=head
+    )
+
+
 def _overrides(embedder: str | None, chunking: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if embedder:
@@ -83,6 +139,9 @@ HEADLINE = ("ndcg@10", "recall@5", "recall@10", "recall@100", "precision@5", "mr
 )
 @_embedder
 @_chunking
+@_index_version
+@_explain
+@_explain_k
 @_report
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -96,6 +155,9 @@ def eval_retrieval(
     limit: int | None,
     embedder: str | None,
     chunking: str | None,
+    index_version: int | None,
+    explain: bool,
+    explain_k: int | None,
     report_file: Path | None,
     as_json: bool,
 ) -> None:
@@ -106,7 +168,7 @@ def eval_retrieval(
     name = load_beir(beir_dir, split).name
     if not obj.collection:
         obj.collection = _variant(beir_collection_name(name), embedder, chunking)
-    index = obj.index(**_overrides(embedder, chunking))
+    index = _open(obj, index_version, _overrides(embedder, chunking))
     modes = [mode]
     if mode == "all":
         modes = ["bm25", "vector", "hybrid"] + (["rerank"] if index.settings.reranker else [])
@@ -138,6 +200,7 @@ def eval_retrieval(
             depth=depth,
             limit=limit,
             on_progress=on_progress,
+            explain_k=(explain_k or k) if explain else None,
         )
     if bar is not None:
         bar.close()
@@ -172,6 +235,8 @@ def eval_retrieval(
         click.echo(
             f"  {m}: search p50 {stages[m]['search_p50_ms']} ms, p95 {stages[m]['search_p95_ms']} ms"
         )
+    if explain:
+        click.echo(_explain_text(stages, "hybrid" if mode == "all" else mode))
     if report_file is not None:
         click.echo(f"  report: {report_file}")
 
@@ -193,6 +258,9 @@ def eval_retrieval(
 @click.option("--depth", default=100, show_default=True, help="Results per stage (and RRF depth).")
 @_embedder
 @_chunking
+@_index_version
+@_explain
+@_explain_k
 @_report
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
@@ -203,6 +271,9 @@ def eval_golden(
     depth: int,
     embedder: str | None,
     chunking: str | None,
+    index_version: int | None,
+    explain: bool,
+    explain_k: int | None,
     report_file: Path | None,
     as_json: bool,
 ) -> None:
@@ -212,8 +283,10 @@ def eval_golden(
     if not obj.collection:
         base = "".join(c if c.isalnum() or c in "_.-" else "-" for c in docs.resolve().name)
         obj.collection = _variant("golden-" + base[:40], embedder, chunking)
-    index = obj.index(**_overrides(embedder, chunking))
-    result = evaluate_golden(index, docs, questions, depth=depth)
+    index = _open(obj, index_version, _overrides(embedder, chunking))
+    result = evaluate_golden(
+        index, docs, questions, depth=depth, explain_k=(explain_k or 10) if explain else None
+    )
     result.update(embedder=index.collection.embedder, chunker=index.collection.chunker)
     if report_file is not None:
         from ..evaluate.report import render_report
@@ -250,6 +323,8 @@ def eval_golden(
     help="extractive (default), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf.",
 )
 @_embedder
+@_index_version
+@_explain
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def eval_qa(
@@ -259,6 +334,8 @@ def eval_qa(
     limit: int | None,
     generator: str | None,
     embedder: str | None,
+    index_version: int | None,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Score answers end to end: recall, token F1, abstention, citations, faithfulness."""
@@ -270,7 +347,7 @@ def eval_qa(
     overrides = _overrides(embedder, None)
     if generator:
         overrides["generator"] = generator
-    index = obj.index(**overrides)
+    index = _open(obj, index_version, overrides)
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
@@ -282,7 +359,9 @@ def eval_qa(
             bar.total = total
             bar.update(1)
 
-    result = evaluate_qa(index, passages, questions, limit=limit, on_progress=progress)
+    result = evaluate_qa(
+        index, passages, questions, limit=limit, on_progress=progress, explain=explain
+    )
     if bar is not None:
         bar.close()
     if as_json:
@@ -307,3 +386,5 @@ def eval_qa(
     ):
         value = result[key]
         click.echo(f"  {key:18} {'n/a' if value is None else f'{value:.4f}'}")
+    if explain:
+        click.echo(_explain_text({"qa": result}, "qa"))

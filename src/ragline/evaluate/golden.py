@@ -91,8 +91,13 @@ def evaluate_golden(
     stages: tuple[str, ...] = STAGES,
     depth: int = 100,
     on_progress: Any = None,
+    explain_k: int | None = None,
 ) -> dict[str, Any]:
-    """Ingest ``docs`` (incrementally) into ``index`` and score each stage on ``questions``."""
+    """Ingest ``docs`` (incrementally) into ``index`` and score each stage on ``questions``.
+
+    With ``explain_k``, every search also stores a trace and each stage gets an
+    ``"explain"`` object blaming each quote missing from its top ``explain_k`` on a stage
+    (:mod:`ragline.evaluate.explain`); the metrics are the same either way."""
     from ..core.types import Principal
     from ..retrieve.search import SearchParams
 
@@ -101,20 +106,25 @@ def evaluate_golden(
     # a quote no chunk holds is a parse/chunk failure, not a retrieval one: report it
     with index.db.connection() as conn:
         rows = conn.execute(
-            "SELECT d.source_uri, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.collection_id = %s AND c.is_current "
-            "UNION ALL SELECT d.source_uri, p.text FROM chunk_parents p "
-            "JOIN documents d ON d.id = p.document_id WHERE d.collection_id = %s AND d.is_current",
-            (index.collection.id, index.collection.id),
+            "SELECT d.source_uri, c.id, c.text, p.text FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_parents p "
+            "ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
+            "WHERE c.collection_id = %s AND c.is_current",
+            (index.collection.id,),
         ).fetchall()
-    stored: dict[str, list[str]] = {}
-    for src, text in rows:
-        stored.setdefault(Path(src).name, []).append(_norm(text))
+    stored: dict[str, set[str]] = {}
+    by_source: dict[str, list[tuple[int, str]]] = {}  # chunk id, its text as a hit carries it
+    for src, cid, text, parent in rows:
+        name = Path(src).name
+        stored.setdefault(name, set()).add(_norm(text))
+        if parent is not None:
+            stored[name].add(_norm(parent))
+        by_source.setdefault(name, []).append((int(cid), _norm(parent or text)))
     not_chunked = [
         {"id": q.id, "source": s, "quote": quote}
         for q in qs
         for s, quote in q.relevant
-        if not any(_norm(quote) in t for t in stored.get(Path(s).name, []))
+        if not any(_norm(quote) in t for t in stored.get(Path(s).name, ()))
     ]
     answerable = [q for q in qs if q.answerable]
     qrels = {q.id: {f"quote{i}": 1 for i in range(len(q.relevant))} for q in answerable}
@@ -126,13 +136,25 @@ def evaluate_golden(
     )
     result: dict[str, Any] = {"stages": {}}
     runs: dict[str, dict[str, list[str]]] = {}
+    principal = Principal()
     for stage in stages:
         run = {}
+        trace_ids: dict[str, str] = {}
         for q in answerable:
-            res = index.searcher.search(q.question, Principal(), k=depth, mode=stage, params=params)
+            res = index.searcher.search(q.question, principal, k=depth, mode=stage, params=params)
             run[q.id] = _judge(res.hits, q)
+            if explain_k is not None:
+                from .explain import record_search_trace
+
+                trace_ids[q.id] = record_search_trace(
+                    index, res, principal, question=q.question, query_id=q.id, leg_depth=depth
+                )
         runs[stage] = run
         result["stages"][stage] = _rounded(evaluate_run(run, qrels, GOLDEN_METRICS))
+        if explain_k is not None:
+            result["stages"][stage]["explain"] = _explain(
+                index, trace_ids, answerable, by_source, explain_k
+            )
     languages = sorted({q.language for q in answerable if q.language})
     if languages:
         result["languages"] = {}
@@ -158,6 +180,44 @@ def evaluate_golden(
     return result
 
 
+def gold_items(q: GoldenQuestion, by_source: dict[str, list[tuple[int, str]]]) -> list[Any]:
+    """The quotes of ``q`` as gold items (``quote<i>``, as :func:`_judge` labels them), each
+    with the chunks a hit of which :func:`_judge` would count for it."""
+    from .explain import GoldItem
+
+    return [
+        GoldItem(
+            f"quote{i}",
+            frozenset(
+                cid for cid, text in by_source.get(Path(src).name, ()) if _norm(quote) in text
+            ),
+        )
+        for i, (src, quote) in enumerate(q.relevant)
+    ]
+
+
+def _explain(
+    index: Any,
+    trace_ids: dict[str, str],
+    answerable: list[GoldenQuestion],
+    by_source: dict[str, list[tuple[int, str]]],
+    k: int,
+) -> dict[str, Any]:
+    """Read one stage's traces back and blame each quote outside the top ``k``."""
+    from .explain import explain_retrieval, read_traces, summarize
+
+    traces = read_traces(index, trace_ids)
+    misses = []
+    total = 0
+    for q in answerable:
+        gold = gold_items(q, by_source)
+        total += len(gold)
+        misses += explain_retrieval(
+            q.id, traces[q.id], gold, k, unit="chunk", trace_id=trace_ids[q.id]
+        )
+    return summarize(misses, gold_items=total, k=k)
+
+
 def _rounded(metrics: dict[str, Any]) -> dict[str, Any]:
     return {m: round(v, 4) if isinstance(v, float) else v for m, v in metrics.items()}
 
@@ -175,6 +235,14 @@ def render_table(result: dict[str, Any]) -> str:
     lines.append(
         f"{result['queries']} answerable questions ({result['unanswerable']} unanswerable not scored)"
     )
+    if "explain" in result:
+        from .explain import render_summary
+
+        lines.append(
+            render_summary(
+                {s: result["stages"][s]["explain"] for s in stages}, headline=result["stage"]
+            )
+        )
     if result["not_chunked"]:
         lines.append(
             f"{len(result['not_chunked'])} quote(s) are in no chunk (a parse/chunk problem): "

@@ -93,7 +93,14 @@ def evaluate_qa(
     *,
     limit: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    explain: bool = False,
 ) -> dict[str, Any]:
+    """Ingest the passages, ask every (sampled) question, score the answers.
+
+    With ``explain``, every ask stores its trace and ``"explain"`` blames each answerable
+    question answered wrongly on a stage (:mod:`ragline.evaluate.explain`): its gold
+    passage's answer-holding chunks not chunked, not retrieved, retrieved but not packed
+    into the context, or packed and ignored by the generator."""
     from ..analysis.analyzer import get_analyzer
     from ..generate import strip_markers
     from ..generate.verify import check_claims
@@ -108,7 +115,7 @@ def evaluate_qa(
     t0 = time.perf_counter()
     for i, q in enumerate(qa):
         t = time.perf_counter()
-        a: Answer = index.ask(q["question"])
+        a: Answer = index.ask(q["question"], trace=True) if explain else index.ask(q["question"])
         ms = (time.perf_counter() - t) * 1000
         gold = list(q["answers"])
         body = strip_markers(a.text)
@@ -134,10 +141,12 @@ def evaluate_qa(
                 "claims": [c.supported for c in claims],
                 "grounded": a.grounded_ratio,
                 "ms": ms,
+                "trace_id": a.trace_id,
             }
         )
         if on_progress:
             on_progress(i + 1, len(qa))
+    explained = {"explain": _explain(index, qa, rows)} if explain else {}
     return {
         **qa_metrics(rows),
         "generator": index.settings.generator,
@@ -145,7 +154,63 @@ def evaluate_qa(
         "passages_added": len(report.added),
         "answer_ms_mean": round(sum(r["ms"] for r in rows) / max(len(rows), 1), 1),
         "elapsed_s": round(time.perf_counter() - t0, 1),
+        **explained,
     }
+
+
+def gold_chunks(chunks: Sequence[tuple[int, str]], answers: Sequence[str]) -> frozenset[int]:
+    """The chunks of a gold passage (id, text) that hold one of the gold ``answers``: as
+    :func:`contains_answer` finds it, or verbatim (case and spacing aside), since SQuAD
+    normalization hides an answer glued to punctuation ("Rollo's", "Afrikaans-speaking")."""
+    if not answers:
+        return frozenset()
+    plain = [" ".join(a.split()).casefold() for a in answers if a.strip()]
+
+    def holds(text: str) -> bool:
+        folded = " ".join(text.split()).casefold()
+        return contains_answer(text, answers) or any(a in folded for a in plain)
+
+    return frozenset(cid for cid, text in chunks if holds(text))
+
+
+def _explain(index: Any, qa: list[dict], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Read the traces back and blame each answerable question answered wrongly."""
+    from .explain import GoldItem, explain_answer, read_traces, summarize
+
+    todo = [(q, r) for q, r in zip(qa, rows, strict=True) if not r["impossible"]]
+    keys = sorted({str(q["passage_id"]) for q, _ in todo})
+    by_passage: dict[str, list[tuple[int, str]]] = {}
+    with index.db.connection() as conn:
+        for key, cid, text, parent in conn.execute(
+            "SELECT d.doc_key, c.id, c.text, p.text FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_parents p "
+            "ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
+            "WHERE c.collection_id = %s AND c.is_current AND d.tenant = 'default' "
+            "AND d.doc_key = ANY(%s)",
+            (index.collection.id, keys),
+        ):
+            by_passage.setdefault(key, []).append((int(cid), parent or text))
+    wrong = {str(q["id"]): r["trace_id"] for q, r in todo if not r["hit"]}
+    missing = [qid for qid, tid in wrong.items() if tid is None]
+    if missing:
+        from ..core.errors import RaglineError
+
+        raise RaglineError(f"no trace was stored for question(s) {', '.join(missing[:5])}")
+    traces = read_traces(index, wrong)
+    misses = []
+    for q, _ in todo:
+        qid = str(q["id"])
+        if qid not in wrong:
+            continue
+        gold = GoldItem(
+            str(q["passage_id"]),
+            gold_chunks(by_passage.get(str(q["passage_id"]), ()), list(q["answers"])),
+            str(q["passage_id"]),
+        )
+        miss = explain_answer(qid, traces[qid], gold, correct=False, trace_id=wrong[qid])
+        if miss is not None:
+            misses.append(miss)
+    return summarize(misses, gold_items=len(todo))
 
 
 def qa_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

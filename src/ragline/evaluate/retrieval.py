@@ -51,8 +51,13 @@ def evaluate_beir(
     depth: int = 100,
     limit: int | None = None,
     on_progress: Callable[[str, int], None] | None = None,
+    explain_k: int | None = None,
 ) -> dict[str, Any]:
-    """Ingest (if needed) and evaluate; returns one flat dict of metrics and timings."""
+    """Ingest (if needed) and evaluate; returns one flat dict of metrics and timings.
+
+    With ``explain_k``, every query also stores a trace, and ``"explain"`` blames each
+    relevant document missing from the top ``explain_k`` on a stage
+    (:mod:`ragline.evaluate.explain`); the metrics are the same either way."""
     from ..ingest.pipeline import backfill_embeddings
     from ..retrieve.search import SearchParams
 
@@ -75,11 +80,13 @@ def evaluate_beir(
     )
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
+    trace_ids: dict[str, str] = {}
+    principal = _eval_principal()
     for qid in qids:
         t = time.perf_counter()
         res = index.searcher.search(
             data.queries[qid],
-            _eval_principal(),
+            principal,
             k={"hybrid": 2 * depth, "rerank": index.settings.rerank_depth}.get(mode, n_chunks),
             mode=mode,
             params=params,
@@ -93,8 +100,25 @@ def evaluate_beir(
                 seen.add(d)
                 docs.append(d)
         run[qid] = docs
+        if explain_k is not None:
+            from .explain import record_search_trace
+
+            trace_ids[qid] = record_search_trace(
+                index,
+                res,
+                principal,
+                question=data.queries[qid],
+                query_id=qid,
+                leg_depth=depth,
+                keep_hits=_hits_covering(res.hits, explain_k),
+            )
     sub_qrels = {q: data.qrels[q] for q in qids}
     metrics = evaluate_run(run, sub_qrels, EVAL_METRICS)
+    explained = (
+        {"explain": _explain(index, trace_ids, sub_qrels, explain_k, principal.tenant)}
+        if explain_k is not None
+        else {}
+    )
     lat = sorted(latencies)
     return {
         "dataset": data.name,
@@ -114,7 +138,48 @@ def evaluate_beir(
         "ingest_s": round(ingest_s, 2),
         "search_p50_ms": round(statistics.median(lat), 2) if lat else None,
         "search_p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2) if lat else None,
+        **explained,
     }
+
+
+def _hits_covering(hits: Any, k: int) -> int:
+    """How many hits hold the first ``k`` distinct documents (what the top k needs)."""
+    seen: set[str] = set()
+    for i, h in enumerate(hits, 1):
+        seen.add(h.doc_key)
+        if len(seen) == k:
+            return i
+    return len(hits)
+
+
+def _explain(
+    index: Any, trace_ids: dict[str, str], qrels: dict[str, dict[str, int]], k: int, tenant: str
+) -> dict[str, Any]:
+    """Read the traces back and blame each relevant document outside the top ``k``."""
+    from .explain import GoldItem, explain_retrieval, read_traces, summarize
+
+    keys = sorted({DOC_PREFIX + d for rels in qrels.values() for d, g in rels.items() if g > 0})
+    chunks: dict[str, set[int]] = {}
+    with index.db.connection() as conn:
+        for key, cid in conn.execute(
+            "SELECT d.doc_key, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "WHERE c.collection_id = %s AND c.is_current AND d.tenant = %s "
+            "AND d.doc_key = ANY(%s)",
+            (index.collection.id, tenant, keys),
+        ):
+            chunks.setdefault(key, set()).add(int(cid))
+    traces = read_traces(index, trace_ids, tenant=tenant)
+    misses = []
+    gold_items = 0
+    for qid, trace in traces.items():
+        gold = [
+            GoldItem(d, frozenset(chunks.get(DOC_PREFIX + d, ())), DOC_PREFIX + d)
+            for d, g in sorted(qrels[qid].items())
+            if g > 0
+        ]
+        gold_items += len(gold)
+        misses += explain_retrieval(qid, trace, gold, k, unit="document", trace_id=trace_ids[qid])
+    return summarize(misses, gold_items=gold_items, k=k)
 
 
 def _eval_principal() -> Any:
