@@ -84,7 +84,11 @@ async def client(
 
 
 async def ingester(
-    http: httpx.AsyncClient, stop: float, stats: dict[str, int], every: float = 3.0
+    http: httpx.AsyncClient,
+    stop: float,
+    stats: dict[str, int],
+    job_ids: list[int],
+    every: float = 3.0,
 ) -> None:
     n = 0
     while time.perf_counter() < stop:
@@ -100,6 +104,8 @@ async def ingester(
         stats["uploads"] += 1
         if r.status_code != 202:
             stats[f"upload_status_{r.status_code}"] += 1
+        else:
+            job_ids.append(r.json()["job"]["id"])
         await asyncio.sleep(every)
 
 
@@ -109,6 +115,7 @@ async def run_load(
     results: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     ingest: dict[str, int] = defaultdict(int)
+    job_ids: list[int] = []
     limits = httpx.Limits(max_connections=clients + 2)
     async with httpx.AsyncClient(
         base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60, limits=limits
@@ -122,7 +129,7 @@ async def run_load(
             base_url=url, headers={"Authorization": f"Bearer {ingest_key}"}, timeout=60
         )
         await asyncio.gather(
-            ingester(uploader, stop, ingest),
+            ingester(uploader, stop, ingest, job_ids),
             *(client(http, queries, stop, results, errors, i) for i in range(clients)),
         )
         elapsed = time.perf_counter() - t0
@@ -130,7 +137,7 @@ async def run_load(
         for d in (await uploader.get("/v1/documents")).json()["documents"]:
             await uploader.delete(f"/v1/documents/{d['id']}", params={"purge": "true"})
         await uploader.aclose()
-    done = sum(1 for j in jobs if j["status"] == "done")
+    done = sum(1 for j in jobs if j["status"] == "done" and j["id"] in job_ids)
     out = {
         "clients": clients,
         "seconds": round(elapsed, 1),
@@ -206,6 +213,7 @@ def main() -> None:
         return str(json.loads(out)["key"])
 
     key, ingest_key = new_key("default"), new_key("serve-load-bench")
+    started = time.time()
     port = free_port()
     server = subprocess.Popen(
         ragline_cmd(
@@ -237,6 +245,13 @@ def main() -> None:
             server.wait(30)
         except subprocess.TimeoutExpired:
             server.kill()
+        # the run's traces are not part of the benchmark collection: remove them
+        from ragline.store.db import resolve_database
+
+        db = resolve_database(args.data_dir)
+        with db.connection() as conn:
+            conn.execute("DELETE FROM traces WHERE created_at >= to_timestamp(%s)", (started,))
+        db.close()
         for k in (key, ingest_key):
             subprocess.run(
                 ragline_cmd(args.data_dir, collection, "keys", "revoke", k[:10]),

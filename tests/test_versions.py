@@ -157,3 +157,81 @@ def test_queries_during_build_see_one_version_and_no_error(live):
         stop.set()
         t.join(60)
     assert not errors and not mixed
+
+
+KILL_SCRIPT = """
+import sys, time
+from tests.conftest import make_index
+from tests.fakes import FakeEmbedder
+from ragline.rebuild import build_version
+
+class Slow(FakeEmbedder):
+    def embed_documents(self, texts):
+        time.sleep(0.3)  # slow enough to be killed mid-build
+        return super().embed_documents(texts)
+
+idx = make_index(sys.argv[1], sys.argv[2], embedder=Slow(), parse_workers=1)
+print("building", flush=True)
+build_version(idx, chunking="fixed")
+"""
+
+
+def test_sigkilled_build_resumes(live, pg_url, schema):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    with live.db.connection() as conn:
+        live_rows = conn.execute(
+            "SELECT id, content_hash FROM documents WHERE collection_id = %s ORDER BY id",
+            (live.collection.id,),
+        ).fetchall()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, pg_url, schema],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        done = 0
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            with live.db.connection() as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM documents d JOIN collections c ON c.id = d.collection_id "
+                    "WHERE c.name = 'default--v2'"
+                ).fetchone()
+            done = row[0]
+            if done >= 8:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    assert done >= 8, "the build never got going"
+    v2 = vs.get_version(live.db, "default", 2)
+    assert v2.state == "building"
+    with live.db.connection() as conn:
+        stored = conn.execute(
+            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s",
+            (v2.collection.id,),
+        ).fetchone()
+    counting = FakeEmbedder()
+    live.embedder = counting
+    resumed = build_version(live, chunking="fixed")
+    assert resumed["state"] == "ready" and resumed["version"] == 2
+    assert resumed["unchanged"] == stored[0]  # finished documents are not redone
+    with live.db.connection() as conn:
+        total = conn.execute(
+            "SELECT coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s",
+            (v2.collection.id,),
+        ).fetchone()[0]
+        after = conn.execute(
+            "SELECT id, content_hash FROM documents WHERE collection_id = %s ORDER BY id",
+            (live.collection.id,),
+        ).fetchall()
+    assert counting.texts_embedded <= total - stored[1]  # no finished chunk embedded again
+    assert after == live_rows
