@@ -89,7 +89,7 @@ class BindingMixin:
                 return
             embedder = self.embedder
             if new.embedder != self.collection.embedder:
-                embedder = _embedder_for(new.embedder)
+                embedder = _embedder_for(new.embedder, self.settings.embed_threads)
             self._searcher = None
             self._bind(embedder)
 
@@ -128,17 +128,21 @@ class BindingMixin:
                 if not isinstance(doc, Exception):
                     text += doc.text[:2000] + "\n\n"
         lang = detect_language(text).code if text.strip() else "en"
-        self._bind(get_embedder("minilm" if lang in ("en", "und") else "e5"))
+        self._bind(
+            get_embedder(
+                "minilm" if lang in ("en", "und") else "e5", threads=self.settings.embed_threads
+            )
+        )
         return itertools.chain(head, it)
 
 
-def _embedder_for(model_id: str) -> Any:
+def _embedder_for(model_id: str, threads: int | None = None) -> Any:
     """Rebuild the embedder a collection was created with, from its stored model id."""
     from .core.errors import ConfigError
     from .embed import get_embedder
 
     try:
-        return get_embedder(model_id)
+        return get_embedder(model_id, threads=threads)
     except ConfigError as exc:
         raise ConfigError(
             f"this collection was built with embedder {model_id!r}; ragline cannot rebuild it from "

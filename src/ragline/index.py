@@ -56,9 +56,9 @@ class Index(BindingMixin, TracingMixin):
         elif settings.embedder != "auto":
             from .embed import get_embedder
 
-            self._bind(get_embedder(settings.embedder))
+            self._bind(get_embedder(settings.embedder, threads=settings.embed_threads))
         elif existing is not None:
-            self._bind(_embedder_for(existing.embedder))
+            self._bind(_embedder_for(existing.embedder, settings.embed_threads))
         # else: embedder "auto" on a new collection: chosen from the first documents ingested
 
     # -- ingest ---------------------------------------------------------------------

