@@ -101,7 +101,7 @@ def _variant(name: str, embedder: str | None, chunking: str | None) -> str:
 
 @click.group("eval")
 def eval_group() -> None:
-    """Evaluate retrieval (and later generation) on labelled sets."""
+    """Evaluate retrieval and answers on labelled sets, stage by stage (--explain: where each miss happened)."""
 
 
 _report = click.option(

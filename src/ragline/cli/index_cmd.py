@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-
-
-def _echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+from .common import echo_json as _echo_json
+from .common import json_option as _json
 
 
 def _counts(db: Any, collection_id: int) -> tuple[int, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -14,12 +13,10 @@ import click
 from ..core.errors import RaglineError
 from ..core.trace import answer_dict, hit_dict
 from ..core.types import breadcrumb
+from .common import echo_json as _echo_json
+from .common import json_option as _json
 
 EXIT_FAILURES = 1
-
-
-def _echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
 class _Ctx:
@@ -111,7 +108,7 @@ _tenant = click.option(
 _groups = click.option(
     "--groups", default="", help="Comma-separated groups (who may read / who is asking)."
 )
-_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+
 _filter = click.option(
     "--filter",
     "filters",
@@ -493,7 +490,8 @@ def purge(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
 @_json
 @click.pass_obj
 def status(obj: _Ctx, as_json: bool) -> None:
-    """What the index holds: documents, chunks, model, database."""
+    """What the index holds (documents, chunks, model, active version, database) and how
+    fresh it is (indexing lag, changed, failed and missing sources)."""
     st = obj.index().status()
     if as_json:
         _echo_json(st)
