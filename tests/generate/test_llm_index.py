@@ -102,7 +102,9 @@ def test_cli_ask_streams_and_prints_sources(pg_url, schema, monkeypatch):
     from tests import fakes
 
     # the collection is built with the fake embedder; the CLI reopens it with the same one
-    monkeypatch.setattr(index_mod, "_embedder_for", lambda model_id, threads=None: fakes.FakeEmbedder())
+    monkeypatch.setattr(
+        index_mod, "_embedder_for", lambda model_id, threads=None: fakes.FakeEmbedder()
+    )
     with FakeChatServer(_script) as srv:
         _index(pg_url, schema, srv).close()
         env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
