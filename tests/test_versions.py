@@ -235,3 +235,16 @@ def test_sigkilled_build_resumes(live, pg_url, schema):
         ).fetchall()
     assert counting.texts_embedded <= total - stored[1]  # no finished chunk embedded again
     assert after == live_rows
+
+
+def test_version_with_another_analyzer_is_followed(live):
+    report = build_version(live, language="hungarian")
+    v2 = vs.get_version(live.db, "default", report["version"])
+    assert v2.collection.analyzer == "multilingual-v2:hungarian"
+    assert v2.collection.chunker == live.collection.chunker  # only the analyzer changed
+    vs.activate(live.db, "default", v2.version)
+    hits = live.search("battery charging", tenant="acme", groups="ops")
+    assert hits and live.analyzer.name == "multilingual-v2:hungarian"
+    vs.rollback(live.db, "default")
+    assert live.search("battery charging", tenant="acme", groups="ops")
+    assert live.analyzer.name == "multilingual-v2:english"

@@ -44,6 +44,13 @@ class BindingMixin:
             # the stored name fixes the sizes too; section collections follow the settings'
             # sizes as they always have (a new size applies to documents ingested from now)
             spec = existing.chunker if stored != "section" else "section"
+        if existing is not None and existing.analyzer != self.analyzer.name:
+            # the collection (or index version) fixes its analyzer, as it fixes its chunker
+            from .analysis.analyzer import MultiAnalyzer
+
+            prefix = "multilingual-v2:"
+            if existing.analyzer.startswith(prefix):
+                self.analyzer = MultiAnalyzer(existing.analyzer[len(prefix) :])
         self.embedder = embedder
         self.chunker = make_chunker(
             spec,

@@ -20,13 +20,16 @@ from .ingest.sources import Source
 from .store import versions as vs
 
 
-def _spec(index: Any, embedder: str | None, chunking: str | None) -> dict[str, str]:
+def _spec(
+    index: Any, embedder: str | None, chunking: str | None, language: str | None
+) -> dict[str, str]:
     live = index.collection
     from .chunk import strategy_of
 
     return {
         "embedder": embedder or live.embedder,
         "chunking": chunking or strategy_of(live.chunker),
+        "language": language or index.analyzer.default,
     }
 
 
@@ -75,10 +78,12 @@ def build_version(
     *,
     embedder: str | None = None,
     chunking: str | None = None,
+    language: str | None = None,
     on_progress: Callable[[str, int], None] | None = None,
 ) -> dict[str, Any]:
     """Build (or resume) a version of ``index``'s collection with ``embedder`` /
-    ``chunking`` (defaults: the live version's); returns the version and a report."""
+    ``chunking`` / analyzer ``language`` (defaults: the live version's); returns the
+    version and a report."""
     from .index import Index
 
     if index.collection is None:
@@ -87,7 +92,7 @@ def build_version(
             "building another index version of it"
         )
     name = index.settings.collection
-    spec = _spec(index, embedder, chunking)
+    spec = _spec(index, embedder, chunking, language)
     pending = vs.resumable(index.db, name, spec)
     number = pending.version if pending else vs.new_version(index.db, name, spec)
     physical = vs.version_collection_name(name, number)
@@ -97,6 +102,7 @@ def build_version(
                 "collection": physical,
                 "embedder": spec["embedder"] if embedder else "auto",
                 "chunking": spec["chunking"],
+                "language": spec["language"],
                 "traces": False,
             }
         ),

@@ -65,12 +65,22 @@ def index_list(obj: Any, as_json: bool) -> None:
     help="Chunking strategy (default: the live one).",
 )
 @click.option(
+    "--language",
+    default=None,
+    help="Default analyzer language for BM25 (e.g. english, hungarian; default: the live one).",
+)
+@click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)."
 )
 @_json
 @click.pass_obj
 def index_build(
-    obj: Any, embedder: str | None, chunking: str | None, progress: bool | None, as_json: bool
+    obj: Any,
+    embedder: str | None,
+    chunking: str | None,
+    language: str | None,
+    progress: bool | None,
+    as_json: bool,
 ) -> None:
     """Build a new version from the stored documents while the live one keeps serving.
     Interrupted? Run the same command again: it resumes without re-embedding."""
@@ -81,7 +91,9 @@ def index_build(
     total = _counts(index.db, index.collection.id)[0] if index.collection else 0
     bar, on_progress = _progress_bar(total, progress)
     try:
-        result = build_version(index, embedder=embedder, chunking=chunking, on_progress=on_progress)
+        result = build_version(
+            index, embedder=embedder, chunking=chunking, language=language, on_progress=on_progress
+        )
     finally:
         if bar is not None:
             bar.close()
