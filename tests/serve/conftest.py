@@ -29,6 +29,8 @@ GLOBEX_TEXT = (
     "The Globex reactor coolant is flushed every 14 days with the zorblax procedure.\n"
 )
 
+METRICS_TOKEN = "operator-metrics-token-for-tests"
+
 
 @contextmanager
 def own_schema(pg_url: str) -> Iterator[str]:
@@ -75,7 +77,9 @@ def served(pg_url: str, minilm) -> Iterator[Live]:
         )
         uploads = Path(tempfile.mkdtemp(prefix="ragline-uploads-"))
         sync_root = Path(tempfile.mkdtemp(prefix="ragline-sync-"))
-        with live_server(idx, upload_dir=uploads, sync_roots=[sync_root]) as live:
+        with live_server(
+            idx, upload_dir=uploads, sync_roots=[sync_root], metrics_token=METRICS_TOKEN
+        ) as live:
             live.sync_root = sync_root  # type: ignore[attr-defined]
             add_keys(
                 live,

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from ragline.cli.main import cli
 from tests.conftest import make_index
 from tests.fakes import FakeChatServer, FakeEmbedder
-from tests.serve.conftest import add_keys, sse_events, wait_job
+from tests.serve.conftest import METRICS_TOKEN, add_keys, sse_events, wait_job
 from tests.serve.harness import live_server
 
 BATTERY = "How long does the X-570 battery last on a full charge?"
@@ -47,6 +47,20 @@ def test_me_shows_the_keys_tenant_groups_and_role(client, served):
     assert me["tenant"] == "globex" and me["admin"] is True
 
 
+def test_metrics_are_off_without_a_token(pg_url, schema, tmp_path):
+    from tests.conftest import make_index
+    from tests.fakes import FakeEmbedder
+    from tests.serve.harness import live_server
+
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder())
+    try:
+        with live_server(idx, upload_dir=tmp_path) as live:
+            r = httpx.get(f"{live.url}/metrics")
+            assert r.status_code == 404 and "RAGLINE_METRICS_TOKEN" in r.text
+    finally:
+        idx.close()
+
+
 def test_auth_failures(client, served):
     r = client.get("/v1/me")
     assert "missing API key" in _error(r, 401, "authentication_error")
@@ -56,15 +70,17 @@ def test_auth_failures(client, served):
     assert r.headers["www-authenticate"] == "Bearer"
     r = client.get("/v1/me", headers={"Authorization": "Basic dXNlcjpwYXNz"})
     _error(r, 401, "authentication_error")
-    for method, path in (("GET", "/metrics"), ("GET", "/v1/keys"), ("POST", "/v1/sync")):
+    for method, path in (("GET", "/v1/keys"), ("POST", "/v1/sync")):
         r = client.request(method, path, headers=served.headers("reader"), json={"path": "/"})
         assert "admin key" in _error(r, 403, "permission_error")
 
 
-def test_metrics_are_admin_only_and_count_requests_stages_and_jobs(client, served):
+def test_metrics_need_the_operator_token_and_count_requests_stages_and_jobs(client, served):
     client.post("/v1/search", json={"query": "battery"}, headers=served.headers("reader"))
-    _error(client.get("/metrics", headers=served.headers("reader")), 403, "permission_error")
-    r = client.get("/metrics", headers=served.headers("admin"))
+    # server-wide counts are for the operator: no tenant key, not even an admin's, reads them
+    for who in ("reader", "admin"):
+        _error(client.get("/metrics", headers=served.headers(who)), 401, "authentication_error")
+    r = client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
     assert re.search(

@@ -123,6 +123,9 @@ def _runner(
             # else nearly every case stops at "no such model" or "no user message"
             case.body["model"] = "ragline"
             case.body["messages"][-1]["role"] = "user"
+            last = case.body["messages"][-1]
+            if not isinstance(last.get("content"), str) or not last["content"].strip():
+                last["content"] = "How long does the battery last?"  # else mostly "empty question"
         response = case.call(base_url=live.url, session=session, headers=headers_for())
         seen[f"{operation.label} {response.status_code}"] += 1
         case.validate_response(response, checks=[not_a_server_error])
@@ -146,7 +149,7 @@ def test_no_server_errors_with_an_admin_key(fuzzed, api):
     assert not failures, "\n\n".join(failures)
     # the requests got past authentication into the handlers
     for answer in ("POST /v1/search 200", "POST /v1/ask 200", f"{CHAT} 200", "POST /v1/keys 201"):
-        assert seen[answer] > 0, answer
+        assert seen[answer] > 0, (answer, sorted(k for k in seen.items() if answer[:12] in k[0]))
     assert not [k for k in seen if k.endswith(" 401")]
     assert seen["POST /v1/search 422"] > 0 and seen["POST /v1/sync 403"] > 0
     # the fixture's key and data survived the run

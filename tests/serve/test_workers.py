@@ -25,6 +25,7 @@ def test_two_workers_serve(pg_url, schema, minilm, tmp_path):
         **os.environ,
         "RAGLINE_DATABASE_URL": pg_url,
         "RAGLINE_DB_SCHEMA": schema,
+        "RAGLINE_METRICS_TOKEN": "ops-secret",
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragline.cli.main", "serve", "--port", str(port), "--workers", "2"],
@@ -52,7 +53,8 @@ def test_two_workers_serve(pg_url, schema, minilm, tmp_path):
                 proc.pid
             ]
             assert all("10 hours" in r.json()["answer"] for r in answers)
-            assert c.get("/metrics").status_code == 200
+            r = c.get("/metrics", headers={"Authorization": "Bearer ops-secret"})
+            assert r.status_code == 200 and "ragline_requests_total" in r.text
         me = httpx.get(f"{url}/v1/me", headers=h, timeout=10)
         assert me.status_code == 200, me.text
     finally:

@@ -9,6 +9,7 @@ tenant's object and a missing one give the same 404. Errors have one shape,
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import math
@@ -261,9 +262,14 @@ def create_app(
     sync_roots: tuple[Path, ...] | list[Path] = (),
     upload_dir: Path | None = None,
     rate_limit: int | None = None,
+    metrics_token: str | None = None,
 ) -> FastAPI:
-    """The ASGI app over ``index`` (``ragline serve`` runs it with uvicorn)."""
+    """The ASGI app over ``index`` (``ragline serve`` runs it with uvicorn).
+    ``metrics_token`` (default: env ``RAGLINE_METRICS_TOKEN``) guards ``/metrics``."""
+    import os
+
     srv = Server(index, sync_roots=tuple(sync_roots), upload_dir=upload_dir, rate_limit=rate_limit)
+    token = metrics_token or os.environ.get("RAGLINE_METRICS_TOKEN", "").strip() or None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
@@ -332,8 +338,24 @@ def create_app(
             return _error(503, f"database not reachable: {type(exc).__name__}", "unavailable_error")
         return {"status": "ready", "collection": index.settings.collection}
 
-    @app.get("/metrics", tags=["health"], summary="Prometheus metrics (admin key)")
-    def metrics(_c: Admin) -> Response:
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        summary="Prometheus metrics (operator token: RAGLINE_METRICS_TOKEN as bearer)",
+    )
+    def metrics(request: Request) -> Response:
+        # server-wide counts span every tenant: for the operator, not for a tenant's admin
+        if not token:
+            raise HTTPException(
+                404,
+                "metrics are off: start the server with RAGLINE_METRICS_TOKEN set to a secret "
+                "and scrape /metrics with it as the bearer token",
+            )
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), token):
+            raise HTTPException(
+                401, "metrics need the operator token (RAGLINE_METRICS_TOKEN) as bearer"
+            )
         return Response(srv.metrics.render(), media_type="text/plain; version=0.0.4")
 
     @app.get("/v1/me", tags=["identity"], summary="The caller's tenant, groups and role")
