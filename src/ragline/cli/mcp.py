@@ -15,7 +15,7 @@ def _need_mcp() -> None:
         from ..core.errors import MissingDependencyError
 
         raise MissingDependencyError(
-            f"the MCP server needs {exc.name}: install the serve extra "
+            f"the MCP server needs {exc.name or exc}: install the serve extra "
             "(pip install 'ragline[serve]')"
         ) from exc
 

@@ -21,7 +21,7 @@ def _need_serve_extra() -> None:
         from ..core.errors import MissingDependencyError
 
         raise MissingDependencyError(
-            f"the HTTP server needs {exc.name}: install the serve extra "
+            f"the HTTP server needs {exc.name or exc}: install the serve extra "
             "(pip install 'ragline[serve]')"
         ) from exc
 
