@@ -180,10 +180,15 @@ class Server:
         ]
 
     def document(self, caller: Caller, doc_id: int) -> Any:
-        for d in self.index.documents(tenant=caller.tenant):
-            if d.id == doc_id and self.visible(caller, d.groups):
-                return d
-        raise HTTPException(404, f"no document {doc_id}")
+        from ..store.documents import get_document_by_id
+
+        self.index._refresh()
+        d = None
+        if self.index.collection is not None:
+            d = get_document_by_id(self.db, self.index.collection, caller.tenant, doc_id)
+        if d is None or not self.visible(caller, d.groups):
+            raise HTTPException(404, f"no document {doc_id}")
+        return d
 
     def save_uploads(self, caller: Caller, files: list[UploadFile]) -> list[tuple[str, Path]]:
         import hashlib

@@ -94,6 +94,22 @@ def get_document(
         return _doc(r) if r else None
 
 
+def get_document_by_id(
+    db: Database, collection: Collection, tenant: str, doc_id: int
+) -> DocumentRecord | None:
+    """The current document ``doc_id`` if it belongs to ``tenant`` (else None, the same as
+    a missing id)."""
+    if not -(2**63) <= doc_id < 2**63:
+        return None
+    with db.connection() as conn:
+        r = conn.execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE id = %s AND collection_id = %s "
+            "AND tenant = %s AND is_current",
+            (doc_id, collection.id, tenant),
+        ).fetchone()
+        return _doc(r) if r else None
+
+
 def list_documents(
     db: Database, collection: Collection, tenant: str | None = None
 ) -> list[DocumentRecord]:
