@@ -575,7 +575,7 @@ def test_sync_is_off_without_sync_roots_and_an_empty_index_answers(pg_url, schem
         assert httpx.get(f"{live.url}/v1/traces", headers=h).json() == {"traces": []}
         r = httpx.get(f"{live.url}/v1/traces/tr_x", headers=h)
         assert _error(r, 404, "not_found_error") == "no trace 'tr_x'"
-        assert httpx.get(f"{live.url}/v1/documents", headers=h).json() == {"documents": []}
+        assert httpx.get(f"{live.url}/v1/documents", headers=h).json()["documents"] == []
     idx.close()
 
 
@@ -693,3 +693,15 @@ def test_cli_trace_lists_and_prints_a_trace(run_cli, client, served):
     full = json.loads(run_cli("trace", a["trace_id"], "--json").output)
     assert full["id"] == a["trace_id"] and full["generation"]["answer"] == a["answer"]
     assert "no trace" in run_cli("trace", "tr_missing", code=1).output
+
+
+def test_documents_are_paged(client, served):
+    h = served.headers("admin")
+    everything = client.get("/v1/documents", headers=h).json()
+    assert everything["total"] == len(everything["documents"]) >= 3
+    first = client.get("/v1/documents", params={"limit": 2}, headers=h).json()
+    rest = client.get("/v1/documents", params={"limit": 2, "offset": 2}, headers=h).json()
+    assert [d["id"] for d in first["documents"] + rest["documents"]] == [
+        d["id"] for d in everything["documents"]
+    ][:4]
+    assert client.get("/v1/documents", params={"limit": 0}, headers=h).status_code == 422

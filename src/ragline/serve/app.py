@@ -438,8 +438,11 @@ def create_app(
 
     # -- documents and jobs -------------------------------------------------------------
     @app.get("/v1/documents", tags=["documents"], summary="Documents the caller may read")
-    def documents(c: Who) -> dict[str, Any]:
-        return {"documents": srv.documents(c)}
+    def documents(c: Who, limit: int = 1000, offset: int = 0) -> dict[str, Any]:
+        if not (1 <= limit <= 10000 and 0 <= offset <= 10**9):
+            raise HTTPException(422, "limit must be 1-10000 and offset 0 or more")
+        docs = srv.documents(c)
+        return {"documents": docs[offset : offset + limit], "total": len(docs), "offset": offset}
 
     @app.get("/v1/documents/{doc_id}", tags=["documents"])
     def document(doc_id: int, c: Who) -> dict[str, Any]:
