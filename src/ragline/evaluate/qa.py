@@ -43,9 +43,21 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def _spaced(text: str) -> str:
+    """Like :func:`normalize_answer`, but punctuation splits words ("Rollo's" → "rollo s")."""
+    text = "".join(" " if ch in _PUNCT else ch for ch in text.lower())
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
 def contains_answer(text: str, answers: Sequence[str]) -> bool:
-    padded = f" {normalize_answer(text)} "
-    return any(n and f" {n} " in padded for n in (normalize_answer(a) for a in answers))
+    """A gold answer occurs in ``text`` as whole words, under SQuAD normalization or with
+    punctuation as a word break (an answer glued to punctuation: "Afrikaans-speaking")."""
+    for norm in (normalize_answer, _spaced):
+        padded = f" {norm(text)} "
+        if any(n and f" {n} " in padded for n in (norm(a) for a in answers)):
+            return True
+    return False
 
 
 def token_f1(prediction: str, answers: Sequence[str]) -> float:
