@@ -63,51 +63,43 @@ def compare_runs(
 def beir_run(
     index: Any, beir_dir: Path, *, depth: int = 100, limit: int | None = None
 ) -> tuple[Run, Qrels]:
-    """Document rankings of ``index`` (hybrid) for the test queries of a BEIR dataset."""
+    """Document rankings of ``index`` (hybrid, RRF over 50 per leg) for the test queries of
+    a BEIR dataset."""
     from ..core.types import Principal
-    from ..retrieve.search import SearchParams
     from .beir import load_beir
-    from .retrieval import DOC_PREFIX
+    from .retrieval import doc_ranking, eval_params
 
     data = load_beir(beir_dir, "test")
     qids = sorted(data.qrels)[:limit] if limit else sorted(data.qrels)
-    params = SearchParams(
-        depth=50,
-        rrf_k=index.settings.rrf_k,
-        ef_search=max(index.settings.ef_search, 200),
-        dedup_threshold=None,
-    )
-    run: dict[str, list[str]] = {}
-    for qid in qids:
-        res = index.searcher.search(
-            data.queries[qid], Principal(), k=depth, mode="hybrid", params=params
+    params = eval_params(index, 50)
+    run = {
+        qid: doc_ranking(
+            index.searcher.search(
+                data.queries[qid], Principal(), k=depth, mode="hybrid", params=params
+            ).hits
         )
-        docs: list[str] = []
-        for h in res.hits:
-            d = h.doc_key.removeprefix(DOC_PREFIX)
-            if d not in docs:
-                docs.append(d)
-        run[qid] = docs
+        for qid in qids
+    }
     return run, {q: data.qrels[q] for q in qids}
 
 
 def golden_run(index: Any, questions: Path, *, depth: int = 100) -> tuple[Run, Qrels]:
     """Rankings of quote items (``quote<i>``) for the answerable golden questions."""
     from ..core.types import Principal
-    from ..retrieve.search import SearchParams
     from .golden import _judge, load_questions
+    from .retrieval import eval_params
 
     qs = [q for q in load_questions(questions) if q.answerable]
-    params = SearchParams(
-        depth=depth,
-        rrf_k=index.settings.rrf_k,
-        ef_search=max(index.settings.ef_search, 200),
-        dedup_threshold=None,
-    )
-    run: dict[str, list[str]] = {}
-    for q in qs:
-        res = index.searcher.search(q.question, Principal(), k=depth, mode="hybrid", params=params)
-        run[q.id] = _judge(res.hits, q)
+    params = eval_params(index, depth)
+    run = {
+        q.id: _judge(
+            index.searcher.search(
+                q.question, Principal(), k=depth, mode="hybrid", params=params
+            ).hits,
+            q,
+        )
+        for q in qs
+    }
     qrels: Qrels = {q.id: {f"quote{i}": 1 for i in range(len(q.relevant))} for q in qs}
     return run, qrels
 

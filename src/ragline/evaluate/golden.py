@@ -99,7 +99,7 @@ def evaluate_golden(
     ``"explain"`` object blaming each quote missing from its top ``explain_k`` on a stage
     (:mod:`ragline.evaluate.explain`); the metrics are the same either way."""
     from ..core.types import Principal
-    from ..retrieve.search import SearchParams
+    from .retrieval import eval_params
 
     qs = load_questions(questions)
     report = index.ingest(docs, on_progress=on_progress)
@@ -128,12 +128,7 @@ def evaluate_golden(
     ]
     answerable = [q for q in qs if q.answerable]
     qrels = {q.id: {f"quote{i}": 1 for i in range(len(q.relevant))} for q in answerable}
-    params = SearchParams(
-        depth=depth,
-        rrf_k=index.settings.rrf_k,
-        ef_search=max(index.settings.ef_search, 200),
-        dedup_threshold=None,
-    )
+    params = eval_params(index, depth)
     result: dict[str, Any] = {"stages": {}}
     runs: dict[str, dict[str, list[str]]] = {}
     principal = Principal()

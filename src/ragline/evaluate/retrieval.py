@@ -41,6 +41,31 @@ def ingest_beir(
     return index.ingest_sources(sources, on_progress=on_progress, embed=embed)
 
 
+def eval_params(index: Any, depth: int) -> Any:
+    """Search settings of every evaluation: RRF over ``depth`` per leg, a wide HNSW beam,
+    no duplicate collapsing (the metrics judge the legs, not result presentation)."""
+    from ..retrieve.search import SearchParams
+
+    return SearchParams(
+        depth=depth,
+        rrf_k=index.settings.rrf_k,
+        ef_search=max(index.settings.ef_search, 200),
+        dedup_threshold=None,
+    )
+
+
+def doc_ranking(hits: Any) -> list[str]:
+    """The BEIR document ids of ``hits``, each once, in rank order (chunks → documents)."""
+    docs: list[str] = []
+    seen: set[str] = set()
+    for h in hits:
+        d = h.doc_key[len(DOC_PREFIX) :] if h.doc_key.startswith(DOC_PREFIX) else h.doc_key
+        if d not in seen:
+            seen.add(d)
+            docs.append(d)
+    return docs
+
+
 def evaluate_beir(
     index: Any,
     path: Path,
@@ -59,7 +84,6 @@ def evaluate_beir(
     relevant document missing from the top ``explain_k`` on a stage
     (:mod:`ragline.evaluate.explain`); the metrics are the same either way."""
     from ..ingest.pipeline import backfill_embeddings
-    from ..retrieve.search import SearchParams
 
     data = load_beir(path, split)
     t0 = time.perf_counter()
@@ -72,12 +96,7 @@ def evaluate_beir(
     if limit:
         qids = qids[:limit]
     n_chunks = max(1000, k)
-    params = SearchParams(
-        depth=depth,
-        rrf_k=index.settings.rrf_k,
-        ef_search=max(index.settings.ef_search, 200),
-        dedup_threshold=None,  # retrieval metrics judge the legs, not result presentation
-    )
+    params = eval_params(index, depth)
     run: dict[str, list[str]] = {}
     latencies: list[float] = []
     trace_ids: dict[str, str] = {}
@@ -92,14 +111,7 @@ def evaluate_beir(
             params=params,
         )
         latencies.append((time.perf_counter() - t) * 1000)
-        docs: list[str] = []
-        seen: set[str] = set()
-        for h in res.hits:
-            d = h.doc_key[len(DOC_PREFIX) :] if h.doc_key.startswith(DOC_PREFIX) else h.doc_key
-            if d not in seen:
-                seen.add(d)
-                docs.append(d)
-        run[qid] = docs
+        run[qid] = doc_ranking(res.hits)
         if explain_k is not None:
             from .explain import record_search_trace
 
