@@ -24,7 +24,6 @@ from ..core.types import Answer, breadcrumb
 from .auth import Who
 
 MODEL_ID = "ragline"
-_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _FOOTER = re.compile(r"\n\nSources:\n(?:\[\d+\][^\n]*\n?)+\Z")
 
 
@@ -92,20 +91,10 @@ def sources_for(text: str, answer: Answer) -> list[dict[str, Any]]:
     the passages the model read (``answer.hits``)."""
     if text.strip() == answer.text.strip():
         return [citation_dict(c, answer.hits) for c in answer.citations]
-    from ..generate.citations import renumber_markers
+    from ..generate.citations import citation_from_hit, parse_markers
 
-    positions: list[int] = []
-    for m in _MARKER.finditer(text):
-        for p in m.group(1).split(","):
-            n = int(p)
-            if 1 <= n <= len(answer.hits) and n not in positions:
-                positions.append(n)
-    out = []
-    for n in sorted(positions):
-        _, cites = renumber_markers(f"x [{n}]", answer.hits)
-        if cites:
-            out.append({**citation_dict(cites[0], answer.hits), "number": n})
-    return out
+    positions = sorted({n for n in parse_markers(text) if 1 <= n <= len(answer.hits)})
+    return [citation_dict(citation_from_hit(answer.hits[n - 1], n), answer.hits) for n in positions]
 
 
 def with_footer(text: str, sources: list[dict[str, Any]]) -> str:
