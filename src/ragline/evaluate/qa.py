@@ -36,16 +36,10 @@ from ..core.types import Answer, Hit
 _PUNCT = set(string.punctuation)
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD normalization: lower case, no punctuation, no articles, single spaces."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def _spaced(text: str) -> str:
-    """Like :func:`normalize_answer`, but punctuation splits words ("Rollo's" → "rollo s")."""
-    text = "".join(" " if ch in _PUNCT else ch for ch in text.lower())
+def normalize_answer(text: str, *, punctuation: str = "") -> str:
+    """SQuAD normalization: lower case, no punctuation, no articles, single spaces.
+    ``punctuation=" "`` makes punctuation a word break instead ("Rollo's" → "rollo s")."""
+    text = "".join(punctuation if ch in _PUNCT else ch for ch in text.lower())
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
 
@@ -53,9 +47,10 @@ def _spaced(text: str) -> str:
 def contains_answer(text: str, answers: Sequence[str]) -> bool:
     """A gold answer occurs in ``text`` as whole words, under SQuAD normalization or with
     punctuation as a word break (an answer glued to punctuation: "Afrikaans-speaking")."""
-    for norm in (normalize_answer, _spaced):
-        padded = f" {norm(text)} "
-        if any(n and f" {n} " in padded for n in (norm(a) for a in answers)):
+    for punct in ("", " "):
+        padded = f" {normalize_answer(text, punctuation=punct)} "
+        golds = (normalize_answer(a, punctuation=punct) for a in answers)
+        if any(n and f" {n} " in padded for n in golds):
             return True
     return False
 

@@ -40,11 +40,18 @@ def record_outcome(
             )
 
 
-def _gone(source: str) -> bool:
+def _local_file(source: str) -> Path | None:
+    """The file a source names, or None for sources this machine cannot check
+    (BEIR records, uploads, URLs)."""
     if source.startswith(("beir:", "upload:")) or "://" in source:
-        return False
+        return None
+    return Path(source)
+
+
+def _gone(source: str) -> bool:
+    path = _local_file(source)
     try:
-        return not Path(source).exists()
+        return path is not None and not path.exists()
     except OSError:
         return False
 
@@ -78,9 +85,9 @@ def freshness(
     missing: list[str] = []
     if check_sources:
         for key, uri, modified, ingested in rows:
-            if uri.startswith(("beir:", "upload:")) or "://" in uri:
-                continue  # not a file this machine can check
-            path = Path(uri)
+            path = _local_file(uri)
+            if path is None:
+                continue
             try:
                 mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
             except FileNotFoundError:
