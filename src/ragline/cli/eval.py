@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from .common import CHUNKING_CHOICES
+
 _embedder = click.option(
     "--embedder",
     default=None,
@@ -17,7 +19,7 @@ _embedder = click.option(
 )
 _chunking = click.option(
     "--chunking",
-    type=click.Choice(["section", "recursive", "fixed", "semantic", "parent-child"]),
+    type=click.Choice(CHUNKING_CHOICES),
     default=None,
     help="Chunking strategy (default section). Each strategy gets its own collection.",
 )

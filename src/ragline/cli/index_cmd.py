@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from .common import CHUNKING_CHOICES
 from .common import echo_json as _echo_json
 from .common import json_option as _json
 
@@ -60,7 +61,7 @@ def index_list(obj: Any, as_json: bool) -> None:
 )
 @click.option(
     "--chunking",
-    type=click.Choice(["section", "recursive", "fixed", "semantic", "parent-child"]),
+    type=click.Choice(CHUNKING_CHOICES),
     default=None,
     help="Chunking strategy (default: the live one).",
 )

@@ -13,6 +13,7 @@ import click
 from ..core.errors import RaglineError
 from ..core.trace import answer_dict, hit_dict
 from ..core.types import breadcrumb
+from .common import CHUNKING_CHOICES
 from .common import echo_json as _echo_json
 from .common import json_option as _json
 
@@ -33,14 +34,9 @@ class _Ctx:
             from ..core.settings import Settings
             from ..index import Index
 
-            extra: dict[str, Any] = dict(overrides)
-            if self.data_dir:
-                extra["data_dir"] = Path(self.data_dir)
-            if self.collection:
-                extra["collection"] = self.collection
-            s = Settings.load(self.settings_file, **extra)
-            if self.data_dir:  # an explicit --data-dir wins over RAGLINE_DATABASE_URL
-                s = s.model_copy(update={"database_url": None})
+            s = Settings.resolve(
+                self.settings_file, data_dir=self.data_dir, collection=self.collection, **overrides
+            )
             self._index = Index(s)
         return self._index
 
@@ -180,8 +176,6 @@ def _meta_dict(pairs: tuple[str, ...]) -> dict[str, str]:
         out[k.strip()] = v.strip()
     return out
 
-
-CHUNKING_CHOICES = ("section", "recursive", "fixed", "semantic", "parent-child")
 
 _chunking = click.option(
     "--chunking",

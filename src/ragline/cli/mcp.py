@@ -7,17 +7,7 @@ from typing import Any
 
 import click
 
-
-def _need_mcp() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError as exc:
-        from ..core.errors import MissingDependencyError
-
-        raise MissingDependencyError(
-            f"the MCP server needs {exc.name or exc}: install the serve extra "
-            "(pip install 'ragline[serve]')"
-        ) from exc
+from .common import need_serve_extra
 
 
 @click.command("mcp")
@@ -46,7 +36,7 @@ def mcp_command(obj: Any, api_key_file: Path | None) -> None:
 
     stdout carries the protocol; messages go to stderr.
     """
-    _need_mcp()
+    need_serve_extra("the MCP server", "mcp")
     from ..serve.mcp_server import check_key, read_api_key, serve_stdio
 
     key, origin = read_api_key(api_key_file)

@@ -10,20 +10,7 @@ import click
 
 from .common import echo_json as _echo_json
 from .common import json_option as _json
-
-
-def _need_serve_extra() -> None:
-    try:
-        import fastapi  # noqa: F401
-        import prometheus_client  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        from ..core.errors import MissingDependencyError
-
-        raise MissingDependencyError(
-            f"the HTTP server needs {exc.name or exc}: install the serve extra "
-            "(pip install 'ragline[serve]')"
-        ) from exc
+from .common import need_serve_extra
 
 
 @click.command("serve")
@@ -62,7 +49,7 @@ def serve_command(
     Create a key first: ragline keys create --tenant acme --admin. The page is at
     http://HOST:PORT/ and the OpenAPI description at /docs and /openapi.json.
     """
-    _need_serve_extra()
+    need_serve_extra("the HTTP server", "fastapi", "uvicorn", "prometheus_client")
     import uvicorn
 
     from ..serve.app import create_app
@@ -78,15 +65,12 @@ def serve_command(
             "pool_size": 16,
             "embed_threads": index.settings.embed_threads or 1,
         }
-        if obj.data_dir:
-            settings["data_dir"] = str(obj.data_dir)
-        if obj.collection:
-            settings["collection"] = obj.collection
         os.environ[SERVE_CONFIG_ENV] = json.dumps(
             {
                 "settings": settings,
                 "settings_file": obj.settings_file,
-                "explicit_data_dir": bool(obj.data_dir),
+                "data_dir": str(obj.data_dir) if obj.data_dir else None,
+                "collection": obj.collection,
                 "sync_roots": [str(p) for p in sync_roots],
                 "upload_dir": str(obj.data_path() / "uploads"),
                 "rate_limit": rate_limit,

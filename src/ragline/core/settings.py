@@ -145,6 +145,24 @@ class Settings(BaseModel):
         return v or None
 
     @classmethod
+    def resolve(
+        cls,
+        file: str | Path | None = None,
+        *,
+        data_dir: str | Path | None = None,
+        collection: str | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """:meth:`load` for a command line: an explicit ``data_dir`` (``--data-dir``) wins
+        over ``RAGLINE_DATABASE_URL``."""
+        if data_dir:
+            overrides["data_dir"] = Path(data_dir)
+        if collection:
+            overrides["collection"] = collection
+        s = cls.load(file, **overrides)
+        return s.model_copy(update={"database_url": None}) if data_dir else s
+
+    @classmethod
     def load(cls, file: str | Path | None = None, **overrides: Any) -> Settings:
         """Defaults < settings file (JSON) < environment < explicit ``overrides`` (None ignored)."""
         values: dict[str, Any] = {}

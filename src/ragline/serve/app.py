@@ -588,9 +588,12 @@ def app_from_env() -> FastAPI:
     from ..index import Index
 
     cfg = json.loads(os.environ[SERVE_CONFIG_ENV])
-    settings = Settings.load(cfg.get("settings_file"), **cfg["settings"])
-    if cfg.get("explicit_data_dir"):
-        settings = settings.model_copy(update={"database_url": None})
+    settings = Settings.resolve(
+        cfg.get("settings_file"),
+        data_dir=cfg.get("data_dir"),
+        collection=cfg.get("collection"),
+        **cfg["settings"],
+    )
     workers = max(1, int(cfg.get("workers", 1)))
     limit = cfg.get("rate_limit") or settings.rate_limit
     return create_app(
