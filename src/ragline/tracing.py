@@ -46,18 +46,18 @@ class TracingMixin:
         self,
         trace_id: str,
         *,
-        tenant: str = "default",
+        tenant: str | None = "default",
         groups: Iterable[str] | str | None = None,
         admin: bool = True,
     ) -> dict[str, Any] | None:
-        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``)."""
+        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``;
+        ``tenant`` None: any tenant's, for the operator)."""
         if self.collection is None:
             return None
         from .store.traces import get_trace
 
-        return get_trace(
-            self.db, self.collection.id, trace_id, _principal(tenant, groups), admin=admin
-        )
+        who = None if tenant is None else _principal(tenant, groups)
+        return get_trace(self.db, self.collection.id, trace_id, who, admin=admin)
 
     def traces(
         self,

@@ -239,7 +239,7 @@ def trace_command(
         return
     if last is not None:
         raise ConfigError("give a trace id or --last N, not both")
-    t = _find_trace(index, trace_id, tenant)
+    t = index.trace(trace_id, tenant=tenant)
     if t is None:
         raise NotFoundError(f"no trace {trace_id!r} (list recent ones: ragline trace --last 20)")
     if as_json:
@@ -248,11 +248,3 @@ def trace_command(
     from .trace_view import render_trace
 
     click.echo(render_trace(t))
-
-
-def _find_trace(index: Any, trace_id: str, tenant: str | None) -> dict[str, Any] | None:
-    if index.collection is None:
-        return None
-    from ..store.traces import get_trace_any
-
-    return get_trace_any(index.db, index.collection.id, trace_id, tenant)

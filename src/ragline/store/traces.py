@@ -40,15 +40,23 @@ def save_trace(
     return trace_id
 
 
-def _scope(principal: Principal, admin: bool) -> tuple[str, list[Any]]:
-    """Same tenant; a non-admin also only sees traces made with exactly its groups."""
+def _scope(principal: Principal | None, admin: bool) -> tuple[str, list[Any]]:
+    """Same tenant; a non-admin also only sees traces made with exactly its groups.
+    ``principal`` None: every tenant's (the operator at the command line)."""
+    if principal is None:
+        return "true", []
     if admin:
         return "tenant = %s", [principal.tenant]
     return "tenant = %s AND groups = %s", [principal.tenant, sorted(set(principal.groups))]
 
 
 def get_trace(
-    db: Database, collection_id: int, trace_id: str, principal: Principal, *, admin: bool = False
+    db: Database,
+    collection_id: int,
+    trace_id: str,
+    principal: Principal | None,
+    *,
+    admin: bool = False,
 ) -> dict[str, Any] | None:
     cond, params = _scope(principal, admin)
     with db.connection() as conn:
@@ -69,7 +77,7 @@ def recent_traces(
 ) -> list[dict[str, Any]]:
     """Newest first: id, kind, question, created_at, mode, abstained, total ms.
     ``principal`` None lists every tenant's (the operator's CLI)."""
-    where, params = ("true", []) if principal is None else _scope(principal, admin)
+    where, params = _scope(principal, admin)
     with db.connection() as conn:
         rows = conn.execute(
             "SELECT id, kind, question, created_at, tenant, payload->>'mode', "
@@ -117,17 +125,3 @@ def expire_traces(db: Database, retention_days: float) -> int:
                 (float(retention_days) * 86400,),
             ).rowcount
         )
-
-
-def get_trace_any(
-    db: Database, collection_id: int, trace_id: str, tenant: str | None = None
-) -> dict[str, Any] | None:
-    """A trace by id for the operator (CLI): any tenant unless ``tenant`` is given."""
-    sql = "SELECT payload FROM traces WHERE id = %s AND collection_id = %s"
-    params: list[Any] = [trace_id, collection_id]
-    if tenant is not None:
-        sql += " AND tenant = %s"
-        params.append(tenant)
-    with db.connection() as conn:
-        row = conn.execute(sql, params).fetchone()
-    return dict(row[0]) if row else None
