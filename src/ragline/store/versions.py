@@ -96,36 +96,39 @@ def active_collection_id(db: Database, name: str) -> int | None:
     return r[0] if r else None
 
 
-def register_first(db: Database, name: str, conn: Any = None) -> None:
-    """Record the original collection as version 1 (active), once."""
-
-    def run(c: Any) -> None:
-        c.execute(
+def register_first(db: Database, name: str) -> None:
+    """Record the original collection as version 1 (active), once: when a second version
+    is reserved (until then, reads show the collection as its version 1)."""
+    with db.connection() as conn:
+        conn.execute(
             "INSERT INTO index_versions (name, version, collection_id, state, built_at, activated_at) "
             "SELECT %s, 1, id, 'active', created_at, created_at FROM collections WHERE name = %s "
             "AND NOT EXISTS (SELECT 1 FROM index_versions WHERE name = %s)",
             (name, name, name),
         )
 
-    if conn is not None:
-        run(conn)
-        return
-    with db.connection() as c:
-        run(c)
-
 
 def list_versions(db: Database, name: str) -> list[IndexVersion]:
-    register_first(db, name)
+    """Every version of ``name`` (reads only: a collection that never had a second version
+    is its own version 1, active)."""
     with db.connection() as conn:
         rows = conn.execute(_select("v.name = %s ORDER BY v.version"), (name,)).fetchall()
-    return [_version(r) for r in rows]
+        if rows:
+            return [_version(r) for r in rows]
+        r = conn.execute(
+            f"SELECT {_COLS}, created_at FROM collections WHERE name = %s", (name,)
+        ).fetchone()
+    if r is None:
+        return []
+    return [IndexVersion(name, 1, _row(r[:6]), "active", {}, r[6], r[6], r[6])]
 
 
 def get_version(db: Database, name: str, version: int) -> IndexVersion:
-    for v in list_versions(db, name):
+    versions = list_versions(db, name)
+    for v in versions:
         if v.version == version:
             return v
-    known = ", ".join(str(v.version) for v in list_versions(db, name)) or "none"
+    known = ", ".join(str(v.version) for v in versions) or "none"
     raise NotFoundError(f"collection {name!r} has no index version {version} (versions: {known})")
 
 
