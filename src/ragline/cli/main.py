@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..core.errors import RaglineError
-from ..core.trace import answer_dict, hit_dict
+from ..core.trace import answer_dict, search_dict
 from ..core.types import breadcrumb
 from .common import CHUNKING_CHOICES
 from .common import echo_json as _echo_json
@@ -317,15 +317,7 @@ def search(
         filters=Filters.from_pairs(filters),
     )
     if as_json:
-        _echo_json(
-            {
-                "query": query,
-                "mode": res.mode,
-                "hits": [hit_dict(h) for h in res.hits],
-                "trace_id": res.trace_id,
-                "timings_ms": {k_: round(v, 2) for k_, v in res.timings_ms.items()},
-            }
-        )
+        _echo_json(search_dict(query, res))
         return
     if not res.hits:
         click.echo("no results")

@@ -58,6 +58,29 @@ def _iso(v: Any) -> Any:
     return v.isoformat() if isinstance(v, datetime) else v
 
 
+def search_dict(
+    query: str, result: Any = None, *, mode: str = "hybrid", timings: bool = True
+) -> dict[str, Any]:
+    """A search result as JSON (the same in the CLI, the HTTP API and MCP); ``result``
+    None: nothing was searched because nothing has been ingested."""
+    if result is None:
+        return {"query": query, "mode": mode, "hits": [], "trace_id": None}
+    out: dict[str, Any] = {
+        "query": query,
+        "mode": result.mode,
+        "hits": [hit_dict(h) for h in result.hits],
+        "trace_id": result.trace_id,
+    }
+    if timings:
+        out["timings_ms"] = {k: round(v, 3) for k, v in result.timings_ms.items()}
+    return out
+
+
+def nothing_ingested(question: str) -> Answer:
+    """The answer of an index nobody has ingested into yet."""
+    return Answer.abstention(question, notes=("nothing has been ingested yet",))
+
+
 def plan_dict(plan: Any) -> dict[str, Any] | None:
     if plan is None:
         return None

@@ -28,7 +28,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 
 from ..core.errors import AccessError, ConfigError, NotFoundError, RaglineError
-from ..core.trace import answer_dict, hit_dict
+from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import Answer
 from ..store import jobs as jobstore
 from ..store.keys import create_key, list_keys, lookup_key, revoke_key
@@ -117,7 +117,7 @@ class Server:
     # -- query ----------------------------------------------------------------------
     def search(self, caller: Caller, req: SearchRequest) -> dict[str, Any]:
         if self.index.collection is None:  # nothing ingested yet, by anyone
-            return {"query": req.query, "mode": req.mode or "hybrid", "hits": [], "trace_id": None}
+            return search_dict(req.query, mode=req.mode or "hybrid")
         res = self.index.search_result(
             req.query,
             tenant=caller.tenant,
@@ -128,13 +128,7 @@ class Server:
             include_history=req.include_history,
         )
         self.metrics.observe_stages(res.timings_ms)
-        return {
-            "query": req.query,
-            "mode": res.mode,
-            "hits": [hit_dict(h) for h in res.hits],
-            "timings_ms": {k: round(v, 3) for k, v in res.timings_ms.items()},
-            "trace_id": res.trace_id,
-        }
+        return search_dict(req.query, res)
 
     def ask_items(
         self,
@@ -149,7 +143,7 @@ class Server:
     ) -> Iterator[str | Answer]:
         """Text pieces, then the checked answer (an abstention on an empty index)."""
         if self.index.collection is None:
-            a = Answer.abstention(question, notes=("nothing has been ingested yet",))
+            a = nothing_ingested(question)
             yield a.text
             yield a
             return

@@ -26,7 +26,7 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it for TypedDict schemas before 3.12
 
 from ..core.errors import ConfigError, RaglineError
-from ..core.trace import answer_dict, hit_dict
+from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import Answer, Hit, breadcrumb
 from ..store.keys import ApiKey, lookup_key
 
@@ -270,16 +270,9 @@ class RaglineTools:
         if not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         if idx.collection is None:  # nothing ingested yet, by anyone
-            data: dict[str, Any] = {"query": query, "mode": "hybrid", "hits": [], "trace_id": None}
-            return format_hits(query, []), data
+            return format_hits(query, []), search_dict(query)
         res = idx.search_result(query, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
-        data = {
-            "query": query,
-            "mode": res.mode,
-            "hits": [hit_dict(h) for h in res.hits],
-            "trace_id": res.trace_id,
-        }
-        return format_hits(query, res.hits), data
+        return format_hits(query, res.hits), search_dict(query, res, timings=False)
 
     def ask(
         self, question: str, k: int | None = None, filters: dict[str, str] | None = None
@@ -291,7 +284,7 @@ class RaglineTools:
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
         if idx.collection is None:
-            a = Answer.abstention(question, notes=("nothing has been ingested yet",))
+            a = nothing_ingested(question)
         else:
             a = idx.ask(question, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
         return format_answer(a), answer_dict(a)
