@@ -83,16 +83,13 @@ class BindingMixin:
         process: one cheap query; queries already running keep their searcher."""
         if self.collection is None or self._pin is not None:
             return
-        from .store.versions import active_collection_id
-
-        active = active_collection_id(self.db, self.settings.collection)
-        if active is None or active == self.collection.id:
-            return
         from .store.versions import active_collection
 
+        new = active_collection(self.db, self.settings.collection)
+        if new is None or new.id == self.collection.id:
+            return
         with self._switch:
-            new = active_collection(self.db, self.settings.collection)
-            if new is None or new.id == self.collection.id:
+            if new.id == self.collection.id:  # another thread switched meanwhile
                 return
             embedder = self.embedder
             if new.embedder != self.collection.embedder:

@@ -72,28 +72,16 @@ def _select(where: str) -> str:
 
 def active_collection(db: Database, name: str) -> Collection | None:
     """The physical collection serving ``name``: its active version, else the collection
-    of that name (a collection that never had a second version)."""
-    cols = ", ".join(f"c.{c.strip()}" for c in _COLS.split(","))
+    of that name (a collection that never had a second version). One query: it runs
+    before every search, to follow activations."""
     with db.connection() as conn:
         r = conn.execute(
-            f"SELECT {cols} FROM index_versions v JOIN collections c ON c.id = v.collection_id "
-            "WHERE v.name = %s AND v.state = 'active'",
-            (name,),
-        ).fetchone()
-        if r is None:
-            r = conn.execute(f"SELECT {_COLS} FROM collections WHERE name = %s", (name,)).fetchone()
-    return _row(r) if r else None
-
-
-def active_collection_id(db: Database, name: str) -> int | None:
-    """Cheap check of which physical collection serves ``name`` (once per query)."""
-    with db.connection() as conn:
-        r = conn.execute(
-            "SELECT coalesce((SELECT collection_id FROM index_versions WHERE name = %s AND "
-            "state = 'active'), (SELECT id FROM collections WHERE name = %s))",
+            f"SELECT {_COLS} FROM collections WHERE id = coalesce("
+            "(SELECT collection_id FROM index_versions WHERE name = %s AND state = 'active'), "
+            "(SELECT id FROM collections WHERE name = %s))",
             (name, name),
         ).fetchone()
-    return r[0] if r else None
+    return _row(r) if r else None
 
 
 def register_first(db: Database, name: str) -> None:
