@@ -32,7 +32,7 @@ from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import Answer
 from ..store import jobs as jobstore
 from ..store.keys import create_key, list_keys, lookup_key, revoke_key
-from .auth import Admin, Caller, RateLimiter, Who, key_from_headers, retry_after
+from .auth import Admin, Caller, RateLimiter, Who, retry_after
 from .jobs import JobRunner
 from .metrics import Metrics
 from .schemas import AskRequest, KeyRequest, SearchRequest, SyncRequest, _no_nul
@@ -89,9 +89,11 @@ class Server:
         bearer: HTTPAuthorizationCredentials | None,
         x_api_key: str | None,
     ) -> Caller:
-        key = key_from_headers(
-            f"Bearer {bearer.credentials}" if bearer is not None else None, x_api_key
-        )
+        # X-API-Key first; FastAPI's HTTPBearer has already parsed "Authorization: Bearer …"
+        if x_api_key:
+            key = x_api_key.strip()
+        else:
+            key = bearer.credentials.strip() if bearer is not None else ""
         if not key:
             raise HTTPException(
                 401,

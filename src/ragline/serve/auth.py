@@ -41,16 +41,6 @@ class Caller:
         return self.key.principal
 
 
-def key_from_headers(authorization: str | None, x_api_key: str | None) -> str | None:
-    if x_api_key:
-        return x_api_key.strip()
-    if authorization:
-        scheme, _, value = authorization.partition(" ")
-        if scheme.lower() == "bearer" and value.strip():
-            return value.strip()
-    return None
-
-
 class RateLimiter:
     """A token bucket per key: ``limit`` requests per minute, bursts up to ``limit``."""
 
