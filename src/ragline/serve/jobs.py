@@ -29,7 +29,6 @@ class JobRunner:
         self.index = index
         self._queue: queue.Queue[tuple[int, Callable[[int], dict[str, Any]]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
     def start(self) -> None:
         abandon_unfinished(self.index.db, before=_PROCESS_START)
@@ -40,9 +39,6 @@ class JobRunner:
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout)
-
-    def pending(self) -> int:
-        return self._queue.qsize()
 
     def _work(self) -> None:
         while True:
