@@ -507,6 +507,20 @@ class Index(BindingMixin, TracingMixin):
         self._refresh()
         return index_status(self, check_sources=check_sources)
 
+    def pinned(self, version: int, **settings: Any) -> Index:
+        """Index ``version`` of this collection, pinned (its own embedder, chunking and
+        analyzer; this index's embedder object is shared when the version uses the same
+        model, so comparing versions does not load a model twice)."""
+        from .store.versions import get_version
+
+        v = get_version(self.db, self.settings.collection, version)
+        same = self.embedder is not None and self.embedder.model_id == v.collection.embedder
+        return Index(
+            self.settings.model_copy(update={"embedder": "auto", "chunking": None, **settings}),
+            embedder=self.embedder if same else None,
+            version=version,
+        )
+
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()

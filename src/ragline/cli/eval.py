@@ -54,7 +54,6 @@ def _open(obj: Any, index_version: int | None, overrides: dict[str, Any]) -> Any
     index = obj.index(**overrides)
     if index_version is None:
         return index
-    from ..index import Index
     from ..store.versions import get_version, list_versions
 
     name = index.settings.collection
@@ -64,10 +63,7 @@ def _open(obj: Any, index_version: int | None, overrides: dict[str, Any]) -> Any
     if index.collection is not None and index.collection.id == version.collection.id:
         return index
     # the version's own embedder and chunking, as `ragline index compare` opens it
-    pinned = Index(
-        index.settings.model_copy(update={"embedder": "auto", "chunking": None}),
-        version=index_version,
-    )
+    pinned = index.pinned(index_version)
     index.close()
     obj._index = pinned  # closed by the CLI group like any index
     return pinned

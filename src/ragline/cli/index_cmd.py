@@ -195,7 +195,6 @@ def index_compare(
     with a paired randomization test's p-value."""
     from ..core.errors import ConfigError
     from ..evaluate.compare import beir_run, compare_runs, golden_run, render_comparison
-    from ..index import Index
 
     if (beir is None) == (questions is None):
         raise ConfigError("give exactly one of --beir DIR or --questions FILE")
@@ -203,12 +202,7 @@ def index_compare(
     runs = []
     qrels: Any = None
     for number in (a, b):
-        idx = Index(
-            base.settings.model_copy(
-                update={"embedder": "auto", "chunking": None, "traces": False}
-            ),
-            version=number,
-        )
+        idx = base.pinned(number, traces=False)
         try:
             run, qrels = beir_run(idx, beir, limit=limit) if beir else golden_run(idx, questions)  # type: ignore[arg-type]
         finally:
