@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ragline.analysis.analyzer import ANALYSIS_VERSION
 from ragline.core.errors import ConfigError
 from ragline.rebuild import build_version
 from ragline.store import versions as vs
@@ -240,11 +241,35 @@ def test_sigkilled_build_resumes(live, pg_url, schema):
 def test_version_with_another_analyzer_is_followed(live):
     report = build_version(live, language="hungarian")
     v2 = vs.get_version(live.db, "default", report["version"])
-    assert v2.collection.analyzer == "multilingual-v2:hungarian"
+    assert v2.collection.analyzer == f"multilingual-v{ANALYSIS_VERSION}:hungarian"
     assert v2.collection.chunker == live.collection.chunker  # only the analyzer changed
     vs.activate(live.db, "default", v2.version)
     hits = live.search("battery charging", tenant="acme", groups="ops")
-    assert hits and live.analyzer.name == "multilingual-v2:hungarian"
+    assert hits and live.analyzer.name == f"multilingual-v{ANALYSIS_VERSION}:hungarian"
     vs.rollback(live.db, "default")
     assert live.search("battery charging", tenant="acme", groups="ops")
-    assert live.analyzer.name == "multilingual-v2:english"
+    assert live.analyzer.name == f"multilingual-v{ANALYSIS_VERSION}:english"
+
+
+def test_a_collection_built_with_an_older_analysis_keeps_it(pg_url, schema):
+    """Postings hold the terms of the analysis that wrote them: a collection recorded as
+    multilingual-v2 is queried (and ingested) with v2 after an upgrade, and `index build`
+    moves it to the current analysis."""
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder())
+    idx.ingest(EXAMPLES)
+    with idx.db.connection() as conn:
+        conn.execute(
+            "UPDATE collections SET analyzer = 'multilingual-v2:english' WHERE id = %s",
+            (idx.collection.id,),
+        )
+    idx.close()
+    old = make_index(pg_url, schema, embedder=FakeEmbedder())
+    try:
+        assert old.analyzer.name == "multilingual-v2:english"
+        assert old.analyzer.terms("práci", "cs") == ["prák"]
+        assert "ragline index build" in old.status()["analyzer_upgrade"]
+        report = build_version(old)
+        new = vs.get_version(old.db, "default", report["version"])
+        assert new.collection.analyzer == f"multilingual-v{ANALYSIS_VERSION}:english"
+    finally:
+        old.close()

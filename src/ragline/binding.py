@@ -48,9 +48,7 @@ class BindingMixin:
             # the collection (or index version) fixes its analyzer, as it fixes its chunker
             from .analysis.analyzer import MultiAnalyzer
 
-            prefix = "multilingual-v2:"
-            if existing.analyzer.startswith(prefix):
-                self.analyzer = MultiAnalyzer(existing.analyzer[len(prefix) :])
+            self.analyzer = MultiAnalyzer.from_name(existing.analyzer) or self.analyzer
         self.embedder = embedder
         self.chunker = make_chunker(
             spec,

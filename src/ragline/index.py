@@ -299,6 +299,7 @@ class Index(BindingMixin, TracingMixin):
             ef_search=self.settings.ef_search,
             include_history=include_history,
             dedup_threshold=self.settings.dedup_threshold,
+            query_languages=self.settings.query_languages,
             filters=filters
             if isinstance(filters, Filters) or filters is None
             else Filters.parse(filters),

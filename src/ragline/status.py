@@ -34,6 +34,7 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
         "embedder": index.collection.embedder,
         "dim": index.collection.dim,
         "analyzer": index.collection.analyzer,
+        **_analyzer_upgrade(index.collection.analyzer),
         "chunker": index.collection.chunker,
         "documents": docs,
         "chunks": int(chunks),
@@ -53,4 +54,18 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
             1,
         ),
         "freshness": freshness(index.db, index.collection, check_sources=check_sources),
+    }
+
+
+def _analyzer_upgrade(stored: str) -> dict[str, str]:
+    """A note when the collection was built with an older analysis than this ragline's."""
+    from .analysis.analyzer import ANALYSIS_VERSION, MultiAnalyzer
+
+    built = MultiAnalyzer.from_name(stored)
+    if built is None or built.version >= ANALYSIS_VERSION:
+        return {}
+    return {
+        "analyzer_upgrade": f"built with analysis v{built.version}; v{ANALYSIS_VERSION} analyzes "
+        "Czech better (inflections, text without diacritics): `ragline index build` re-indexes "
+        "into it, `ragline index activate` switches"
     }

@@ -54,3 +54,36 @@ def test_multi_analyzer_per_language_and_query_union():
     q = m.query_terms("akkumulátorok batteries", ["hu"])
     assert set(get_analyzer("hungarian").terms("akkumulátorok")) <= set(q) and "batteri" in q
     assert m.terms("documenten", "xx") == m.terms("documenten", None)  # unknown → default
+
+
+def test_query_is_analyzed_in_the_languages_it_is_detected_to_be_in():
+    from ragline.analysis.analyzer import MultiAnalyzer
+
+    m = MultiAnalyzer("english")
+    langs = ["cs", "en", "hu", "und"]
+    q = "Smím pracovat na home office? Chyba GT-A17"
+    detected = m.query_terms(q, langs, detect=True)
+    assert detected == get_analyzer("czech-folded").terms(q)  # not also English, Hungarian
+    assert "home" not in detected and {"hom", "gt-a17"} <= set(detected)
+    every = m.query_terms(q, langs)  # as before: every language and the default
+    assert {"home", "hom", "gt-a17"} <= set(every)
+    # too short to tell: every language
+    assert set(m.query_terms("GT-A17 filtr", langs, detect=True)) == set(
+        m.query_terms("GT-A17 filtr", ["cs", "en", "hu"])
+    )
+    # one language: detection changes nothing
+    assert m.query_terms("heat pump", ["en"], detect=True) == m.query_terms("heat pump", ["en"])
+
+
+def test_plausible_languages():
+    from ragline.analysis.language import plausible_languages
+
+    assert plausible_languages("Mit jelent a hibakód a hőszivattyún?", ["cs", "hu", "en"]) == (
+        "hu",
+    )
+    assert plausible_languages("How often is the filter cleaned?", ["en", "nl", "xx"]) == (
+        "en",
+        "xx",
+    )
+    assert plausible_languages("v2.3.1", ["cs", "hu"]) == ("cs", "hu")
+    assert plausible_languages("anything at all here", ["en"]) == ("en",)

@@ -37,9 +37,12 @@ _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs al fig figs eq eqs no nos dr mr mrs ms prof st inc ltd co approx ca cf".split()
 )
 UKRAINIAN = "ukrainian"
+CZECH_FOLDED = "czech-folded"
+"""Snowball Czech + alternation normalization + diacritics removed (:mod:`.czech`)."""
 PLAIN = "plain"
 STOPWORDS_ONLY = frozenset({"slovak"})  # stop words but no Snowball stemmer: no stemming
 _NO_SNOWBALL_ISO = {"sk": "slovak"}
+UNDETERMINED = "und"  # a document whose language could not be told: default analysis
 
 
 def _normalize(text: str) -> str:
@@ -63,14 +66,21 @@ class Analyzer:
             from .ukrainian import stem_uk
 
             self._stem_word = stem_uk
+        elif language == CZECH_FOLDED:
+            from .czech import fold_diacritics, stem_cs
+
+            self._stem_word = stem_cs
+            czech = STOPWORDS["czech"]
+            self._stop = czech | {fold_diacritics(w) for w in czech}
         elif language != PLAIN and language not in STOPWORDS_ONLY:
             if language not in Stemmer.algorithms():
                 raise ConfigError(
                     f"no stemmer for language {language!r}; choose one of: "
-                    + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, PLAIN]))
+                    + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, CZECH_FOLDED, PLAIN]))
                 )
             self._stem_word = Stemmer.Stemmer(language).stemWord
-        self._stop = STOPWORDS.get(language, frozenset())
+        if language != CZECH_FOLDED:
+            self._stop = STOPWORDS.get(language, frozenset())
         self._stem_cache: dict[str, str] = {}
 
     @property
@@ -133,30 +143,69 @@ def analyzer_for_iso(code: str | None, default: str = "english") -> Analyzer:
     return get_analyzer(name) if name else get_analyzer(default)
 
 
+ANALYSIS_VERSION = 3
+"""Version of :class:`MultiAnalyzer` new collections get. 3: Czech is analyzed with
+:data:`CZECH_FOLDED` (2: plain Snowball Czech). A collection keeps the version it was
+built with, since its postings hold that version's terms; ``ragline index build``
+re-indexes into the current one."""
+
+
 class MultiAnalyzer:
     """Per-document language analysis for a collection.
 
     Documents are analyzed with the analyzer of their language (``default`` when it is
-    unknown); queries with each language of the collection, terms unioned.
+    unknown); queries as :meth:`query_terms` says.
     """
 
-    def __init__(self, default: str = "english") -> None:
+    def __init__(self, default: str = "english", version: int = ANALYSIS_VERSION) -> None:
+        if version not in (2, 3):
+            raise ConfigError(f"unknown analysis version {version}; this ragline knows 2 and 3")
         self.default = default
+        self.version = version
         get_analyzer(default)  # validate early
+
+    @classmethod
+    def from_name(cls, name: str) -> MultiAnalyzer | None:
+        """The analyzer a collection's stored ``name`` (``multilingual-v3:english``) means;
+        None for a name that is not a multilingual analyzer's."""
+        m = re.fullmatch(r"multilingual-v(\d+):(.+)", name)
+        return cls(m.group(2), int(m.group(1))) if m else None
 
     @property
     def name(self) -> str:
-        return f"multilingual-v2:{self.default}"
+        return f"multilingual-v{self.version}:{self.default}"
 
     def for_language(self, code: str | None) -> Analyzer:
-        return analyzer_for_iso(code, self.default)
+        a = analyzer_for_iso(code, self.default)
+        if self.version >= 3 and a.language == "czech":
+            return get_analyzer(CZECH_FOLDED)
+        return a
 
     def terms(self, text: str, language: str | None = None) -> list[str]:
         return self.for_language(language).terms(text)
 
-    def query_terms(self, text: str, languages: Iterable[str | None] = ()) -> list[str]:
+    def query_terms(
+        self, text: str, languages: Iterable[str | None] = (), *, detect: bool = False
+    ) -> list[str]:
+        """BM25 terms of a query over documents in ``languages`` (ISO codes as stored).
+
+        The query is analyzed in each of the languages and in the default one, terms
+        unioned. With ``detect`` and several languages, it is analyzed only in those it
+        plausibly is in (:func:`~ragline.analysis.language.plausible_languages`; all of
+        them when it is too short to tell): a Czech question is not also stemmed as English,
+        Hungarian and Dutch, whose stems matched other languages' documents by coincidence
+        ("home office" pulled an English policy above the Czech handbook). The terms still
+        match every document, so a mostly English document detected as Hungarian is found
+        by an English question, and codes (``gt-a17``) are the same in every analysis.
+        """
+        codes = [c for c in dict.fromkeys(languages) if c and c != UNDETERMINED]
+        chosen: list[str | None] = [*codes, None]
+        if detect and len(codes) > 1:
+            from .language import plausible_languages
+
+            chosen = list(plausible_languages(text, codes))
         seen: dict[str, None] = {}
-        analyzers = {id(a): a for a in (self.for_language(code) for code in [*languages, None])}
+        analyzers = {id(a): a for a in (self.for_language(code) for code in chosen)}
         for a in analyzers.values():
             for t in a.terms(text):
                 seen.setdefault(t, None)

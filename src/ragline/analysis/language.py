@@ -62,6 +62,9 @@ MIN_PROSE_SHARE = 0.5
 MIN_CONFIDENCE = 0.2
 """Below this posterior the detector is guessing; the answer is ``"und"``."""
 
+PLAUSIBLE_SHARE = 0.1
+"""A query may be in a language whose posterior is at least this share of the likeliest's."""
+
 # ISO 639-1 code -> PyStemmer algorithm (PyStemmer >= 3.0 for czech, polish, estonian,
 # esperanto, persian, sesotho). Languages without a Snowball stemmer are absent.
 SNOWBALL_BY_ISO: dict[str, str] = {
@@ -185,6 +188,31 @@ def detect_language(text: str, *, candidates: Sequence[str] | None = None) -> La
     return LanguageGuess(code, round(float(confidence), 4), SNOWBALL_BY_ISO.get(code))
 
 
+def plausible_languages(text: str, candidates: Sequence[str]) -> tuple[str, ...]:
+    """The ``candidates`` (ISO 639-1 codes, e.g. a collection's languages) ``text`` may be
+    written in, in their given order.
+
+    A candidate stays when its posterior is at least :data:`PLAUSIBLE_SHARE` of the
+    likeliest candidate's. Every candidate stays when the text is too short or has too
+    little prose to tell ("GT-A17", "v2.3.1"), and so does any code the detector does not
+    know (``und``, a declared ``xx``): nothing is ruled out on a guess.
+    """
+    known = set(_identifier().labels) - {_NO_LANGUAGE}
+    judged = [c for c in candidates if c in known]
+    if len(judged) < 2:
+        return tuple(candidates)
+    prose = _prose_sample(text)
+    if prose is None:
+        return tuple(candidates)
+    posterior = dict(_identifier().rank(prose))
+    top = max(posterior.get(c, 0.0) for c in judged)
+    if top <= 0.0:
+        return tuple(candidates)
+    return tuple(
+        c for c in candidates if c not in known or posterior.get(c, 0.0) >= PLAUSIBLE_SHARE * top
+    )
+
+
 def iso_to_tesseract(code: str) -> str:
     """The Tesseract language name for an ISO 639-1 code (``"cs"`` -> ``"ces"``).
 
@@ -291,6 +319,11 @@ def _load_identifier() -> Any:
             "to enable language detection"
         ) from e
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def warm_up() -> None:
+    """Load the detector now (about 0.75 s), not on the first document or query."""
+    _identifier()
 
 
 @lru_cache(maxsize=1)

@@ -53,6 +53,11 @@ class Settings(BaseModel):
         lt=100,
         description="semantic chunking: cut above this distance percentile",
     )
+    query_languages: Literal["detected", "all"] = Field(
+        default="detected",
+        description="BM25: analyze a query in the collection languages it is detected to be "
+        "in ('detected'), or in all of them ('all', for mixed-language queries)",
+    )
     rrf_k: int = Field(default=60, ge=0)
     rrf_depth: int = Field(default=50, ge=1)
     top_k: int = Field(default=10, ge=1)

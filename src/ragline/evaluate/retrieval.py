@@ -51,6 +51,7 @@ def eval_params(index: Any, depth: int) -> Any:
         rrf_k=index.settings.rrf_k,
         ef_search=max(index.settings.ef_search, 200),
         dedup_threshold=None,
+        query_languages=index.settings.query_languages,
     )
 
 

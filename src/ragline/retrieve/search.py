@@ -51,6 +51,8 @@ class SearchParams:
     """Collapse (near-)duplicate hits at this estimated Jaccard similarity; None: keep all."""
     promote_identifiers: bool = True
     """Hybrid: hits holding the query's exact identifiers (``ERR_4021``) go first."""
+    query_languages: str = "detected"
+    """BM25: analyze the query in the languages it is detected to be in, or ``"all"``."""
 
 
 def one_per_parent(hits: Sequence[Hit]) -> list[Hit]:
@@ -108,7 +110,7 @@ class HybridSearcher:
                 r[0]
                 for r in conn.execute(
                     "SELECT DISTINCT language FROM documents WHERE collection_id = %s AND tenant = %s "
-                    "AND is_current AND language IS NOT NULL",
+                    "AND is_current AND language IS NOT NULL ORDER BY 1",
                     (self.collection.id, tenant),
                 )
             )
@@ -157,7 +159,9 @@ class HybridSearcher:
         res = bm25_search(
             self.db,
             self.collection,
-            self.analyzer.query_terms(query, self._languages(principal.tenant)),
+            self.analyzer.query_terms(
+                query, self._languages(principal.tenant), detect=p.query_languages == "detected"
+            ),
             principal,
             n,
             p.bm25,

@@ -277,6 +277,10 @@ def create_app(
         srv.jobs.start()
         if index.embedder is not None and hasattr(index.embedder, "warm_up"):
             index.embedder.warm_up()
+        if index.settings.query_languages == "detected":
+            from ..analysis.language import warm_up  # queries of a multilingual collection
+
+            warm_up()
         yield
         srv.jobs.stop()
 
