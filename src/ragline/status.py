@@ -66,6 +66,6 @@ def _analyzer_upgrade(stored: str) -> dict[str, str]:
         return {}
     return {
         "analyzer_upgrade": f"built with analysis v{built.version}; v{ANALYSIS_VERSION} analyzes "
-        "Czech better (inflections, text without diacritics): `ragline index build` re-indexes "
+        "Czech and Hungarian better (inflections, text typed without accents): `ragline index build` re-indexes "
         "into it, `ragline index activate` switches"
     }

@@ -14,9 +14,9 @@
    Czech users type) matches the document's ``práce z domova``.
 
 Measured on the Czech part of ``eval/multilingual`` (27 questions, e5 + BM25): with the
-questions as written, BM25 recall@5 stays 0.815 and hybrid MRR@10 goes 0.788 → 0.796;
-with the questions' diacritics removed, BM25 nDCG@10 0.597 → 0.733 (recall@5 0.667 →
-0.815) and hybrid nDCG@10 0.774 → 0.817.
+questions as written, hybrid MRR@10 goes 0.788 → 0.802; with the questions' diacritics
+removed, BM25 nDCG@10 0.597 → 0.731 (recall@5 0.667 → 0.815) and hybrid nDCG@10 0.773 →
+0.817 (``bench/README.md``).
 
 Snowball's output changes are deliberate trade-offs: ``-c``/``-k`` and ``-z``/``-h``
 stems merge (``věc``/``vek`` do not collide in practice) and words that differ only by

@@ -1,4 +1,4 @@
-"""Czech analysis (v3): inflected forms and diacritic-free spellings share one term."""
+"""Analysis v3: Czech and Hungarian terms survive inflection and missing accents."""
 
 from __future__ import annotations
 
@@ -51,8 +51,23 @@ def test_collections_keep_the_analysis_they_were_built_with():
     assert v2 is not None and v2.version == 2 and v3.version == 3
     assert v2.terms("práci", "cs") == ["prák"]  # plain Snowball: old postings still match
     assert v3.terms("práci", "cs") == ["prak"]
-    assert v2.terms("heslo", "hu") == v3.terms("heslo", "hu")  # only Czech changed
+    assert v2.terms("hőszivattyú", "hu") == ["hőszivattyú"]
+    assert v3.terms("hőszivattyú", "hu") == v3.terms("hoszivattyu", "hu") == ["hoszivattyu"]
+    assert v2.terms("pumps", "en") == v3.terms("pumps", "en")  # other languages unchanged
     assert MultiAnalyzer.from_name(v3.name).name == v3.name
     assert MultiAnalyzer.from_name("snowball-english-v2") is None
     with pytest.raises(ConfigError, match="analysis version 9"):
         MultiAnalyzer("english", 9)
+
+
+def test_hungarian_typed_without_accents_gets_the_same_terms():
+    a = MultiAnalyzer().for_language("hu")
+    assert a.language == "hungarian-folded"
+    written = "Mikor esedékes a mágneses iszapleválasztó tisztítása? Évente kétszer."
+    folded = fold_diacritics(written)
+    assert folded == "Mikor esedekes a magneses iszaplevalaszto tisztitasa? Evente ketszer."
+    same = sum(x == y for x, y in zip(a.terms(written), a.terms(folded), strict=True))
+    assert same >= len(a.terms(written)) - 1  # Snowball reads a few unaccented suffixes apart
+    assert a.terms("ezért") == a.terms("ezert") == []  # stop words either way
+    with pytest.raises(ConfigError, match="hungarian-folded"):
+        get_analyzer("english-folded")
