@@ -46,6 +46,8 @@ def check(trace: dict, *, kind: str, globex: set[int], globex_chunks: set[int]) 
     for leg in trace["legs"].values():
         assert all({"rank", "chunk_id", "score"} <= set(c) for c in leg)
     assert trace["fused"] and trace["hits"]
+    bq = trace["bm25_query"]  # what BM25 searched for, in which analysis
+    assert bq["languages"] and {"x-570", "batteri"} <= set(bq["terms"])
     timings = trace["timings_ms"]
     assert {"embed_query", "bm25", "vector", "fuse", "hydrate"} <= set(timings)
     if kind == "ask":
@@ -88,6 +90,7 @@ def test_python_api_and_cli(two_tenants, pg_url, schema):
     check(json.loads(shown.output), kind="ask", globex=globex, globex_chunks=chunks)
     text = CliRunner().invoke(cli, ["trace", trace_id], env=env).output
     assert "bm25 leg" in text and "vector leg" in text and "timings (ms)" in text
+    assert "bm25 query (" in text and "x-570" in text
     listing = CliRunner().invoke(cli, ["trace", "--last", "3"], env=env).output
     assert trace_id in listing
     out = CliRunner().invoke(cli, ["search", QUESTION, "--tenant", "acme", "--json"], env=env)

@@ -297,8 +297,8 @@ def test_beir_broken_legs_are_not_retrieved(fake_index, tmp_path, monkeypatch):
         return [p for p in res if p[0] not in hidden] if query == target else res
 
     def broken_bm25(self, query, principal, n, p):
-        res, ms = bm25(self, query, principal, n, p)
-        return drop(query, res), ms
+        res, ms, analysis = bm25(self, query, principal, n, p)
+        return drop(query, res), ms, analysis
 
     def broken_vector(self, query, principal, n, p):
         res, t1, t2 = vector(self, query, principal, n, p)

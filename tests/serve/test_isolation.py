@@ -84,7 +84,7 @@ def iso(pg_url) -> Iterator[Live]:
 _example = itertools.count()
 _all_canaries: list[str] = []  # every canary uploaded so far (earlier examples: other tenants)
 
-_ECHO = {"query", "question", "queries", "plan"}
+_ECHO = {"query", "question", "queries", "plan", "bm25_query"}  # bm25_query: its analyzed terms
 
 
 def _scrub(obj: Any) -> Any:

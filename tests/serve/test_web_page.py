@@ -235,6 +235,7 @@ def test_web_page(browser, pg_url, schema, minilm, tmp_path):
                 col = legs.find_element(By.CSS_SELECTOR, f'[data-leg="{leg}"]')
                 assert col.find_elements(By.CSS_SELECTOR, "tbody tr"), f"no {leg} candidates"
             assert legs.find_elements(By.CSS_SELECTOR, "tr.in-hits")
+            assert "x-570" in trace.find_element(By.ID, "trace-bm25-query").text
             stages = {
                 e.get_attribute("data-stage")
                 for e in trace.find_elements(By.CSS_SELECTOR, "#trace-timings .timing")

@@ -198,7 +198,14 @@ class MultiAnalyzer:
     def query_terms(
         self, text: str, languages: Iterable[str | None] = (), *, detect: bool = False
     ) -> list[str]:
-        """BM25 terms of a query over documents in ``languages`` (ISO codes as stored).
+        """BM25 terms of a query over documents in ``languages`` (see :meth:`query_analysis`)."""
+        return self.query_analysis(text, languages, detect=detect)[0]
+
+    def query_analysis(
+        self, text: str, languages: Iterable[str | None] = (), *, detect: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """BM25 terms of a query over documents in ``languages`` (ISO codes as stored), and
+        the languages it was analyzed in (``default:<name>`` for the default analysis).
 
         The query is analyzed in each of the languages and in the default one, terms
         unioned. With ``detect`` and several languages, it is analyzed only in those it
@@ -220,7 +227,8 @@ class MultiAnalyzer:
         for a in analyzers.values():
             for t in a.terms(text):
                 seen.setdefault(t, None)
-        return list(seen)
+        used = [c if c is not None else f"default:{self.default}" for c in chosen]
+        return list(seen), used
 
 
 def split_sentences(text: str) -> list[str]:

@@ -33,6 +33,11 @@ def render_trace(t: dict[str, Any]) -> str:
         for note in plan.get("notes", []):
             lines.append(f"note: {note}")
     lines.append("")
+    bq = t.get("bm25_query")
+    if bq:
+        lines.append(
+            f"bm25 query ({', '.join(bq.get('languages', []))}): {' '.join(bq.get('terms', []))}"
+        )
     for name, items in (t.get("legs") or {}).items():
         lines.append(f"{name} leg ({len(items)}): {_ranked(items)}")
     if t.get("fused"):

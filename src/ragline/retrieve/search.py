@@ -37,6 +37,8 @@ class SearchResult:
     fused: tuple[tuple[int, float], ...] = ()
     """The RRF order (chunk id, fused score) before hydration, rerank and the cut to k."""
     trace_id: str | None = None
+    bm25_query: Mapping[str, Any] = field(default_factory=dict)
+    """What the BM25 leg searched for: ``{"languages": [...], "terms": [...]}``."""
 
 
 @dataclass(frozen=True)
@@ -150,25 +152,27 @@ class HybridSearcher:
             legs=fused.legs,
             timings_ms=timings,
             fused=fused.fused,
+            bm25_query=fused.bm25_query,
         )
 
     def _bm25(
         self, query: str, principal: Principal, n: int, p: SearchParams
-    ) -> tuple[list, float]:
+    ) -> tuple[list, float, dict[str, Any]]:
         t = time.perf_counter()
+        terms, languages = self.analyzer.query_analysis(
+            query, self._languages(principal.tenant), detect=p.query_languages == "detected"
+        )
         res = bm25_search(
             self.db,
             self.collection,
-            self.analyzer.query_terms(
-                query, self._languages(principal.tenant), detect=p.query_languages == "detected"
-            ),
+            terms,
             principal,
             n,
             p.bm25,
             include_history=p.include_history,
             filters=p.filters,
         )
-        return res, (time.perf_counter() - t) * 1000
+        return res, (time.perf_counter() - t) * 1000, {"languages": languages, "terms": terms}
 
     def _vector(
         self, query: str, principal: Principal, n: int, p: SearchParams
@@ -210,6 +214,7 @@ class HybridSearcher:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         legs: dict[str, list[tuple[int, float]]] = {}
+        bm25_query: dict[str, Any] = {}
         # with duplicate collapsing, look a little deeper so k distinct hits remain
         want = k if params.dedup_threshold is None else max(2 * k, k + 10)
         if self.has_parents:  # several children of one parent collapse into one hit
@@ -222,7 +227,7 @@ class HybridSearcher:
                 vector_text or query, principal, n, params
             )
         if mode in ("bm25", "hybrid"):
-            legs["bm25"], timings["bm25"] = fut.result()
+            legs["bm25"], timings["bm25"], bm25_query = fut.result()
         t_fuse = time.perf_counter()
         if mode == "hybrid":
             ranked = reciprocal_rank_fusion(
@@ -260,6 +265,7 @@ class HybridSearcher:
             legs={name: tuple(res) for name, res in legs.items()},
             timings_ms=timings,
             fused=tuple(ranked) if mode == "hybrid" else (),
+            bm25_query=bm25_query,
         )
 
 
@@ -298,4 +304,5 @@ def fuse_results(results: Sequence[SearchResult], k: int, rrf_k: int = RRF_K) ->
         legs=results[0].legs,
         timings_ms=timings,
         fused=results[0].fused,
+        bm25_query=results[0].bm25_query,
     )
