@@ -69,6 +69,31 @@ def make_index(pg_url: str, schema: str, *, embedder=None, **settings):
     return Index(s, embedder=embedder)
 
 
+def cli_runner(env: dict[str, str]):
+    """Run the CLI in process with ``env``; each call asserts the exit code (0 unless
+    ``code=``) and returns click's result."""
+    from click.testing import CliRunner
+
+    from ragline.cli.main import cli
+
+    runner = CliRunner()
+
+    def _run(*args: str, code: int = 0):
+        res = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
+        assert res.exit_code == code, res.output
+        return res
+
+    return _run
+
+
+@pytest.fixture()
+def run(pg_url: str, schema: str):
+    """The CLI against this test's schema (see :func:`cli_runner`)."""
+    return cli_runner(
+        {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
+    )
+
+
 @pytest.fixture()
 def fake_index(pg_url: str, schema: str):
     """An index on a real PostgreSQL with a deterministic fake embedder (logic tests at scale)."""

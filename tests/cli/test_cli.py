@@ -11,26 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from ragline.cli.main import cli
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "docs"
 SHARED = REPO.parent / "shared" / "data"
-
-
-@pytest.fixture()
-def run(pg_url, schema):
-    runner = CliRunner()
-    env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
-
-    def _run(*args: str, code: int = 0):
-        res = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
-        assert res.exit_code == code, res.output
-        return res
-
-    return _run
 
 
 def test_ingest_search_ask_delete_status(run, tmp_path):

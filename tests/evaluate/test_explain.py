@@ -12,9 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ragline.cli.main import cli
 from ragline.evaluate.explain import (
     CATEGORIES,
     IGNORED,
@@ -398,19 +396,6 @@ GOLDEN = [
     {"id": "g4", "question": "Where does basaltic lava flow?",
      "relevant": [{"source": "volcanoes.md", "quote": "lava flows uphill at night"}]},
 ]  # fmt: skip
-
-
-@pytest.fixture()
-def run(pg_url, schema):
-    runner = CliRunner()
-    env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
-
-    def _run(*args: str, code: int = 0):
-        res = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
-        assert res.exit_code == code, res.output
-        return res
-
-    return _run
 
 
 def _golden(tmp_path: Path) -> list[str]:

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
 
-from ragline.cli.main import cli
-from tests.conftest import make_index
+from tests.conftest import cli_runner, make_index
 from tests.fakes import FakeChatServer, FakeEmbedder
 from tests.serve.conftest import METRICS_TOKEN, add_keys, sse_events, wait_job
 from tests.serve.harness import live_server
@@ -634,19 +632,13 @@ def test_a_keys_rate_limit_gives_429_with_retry_after(client, served):
 
 @pytest.fixture()
 def run_cli(pg_url, served):
-    runner = CliRunner()
-    env = {
-        "RAGLINE_DATABASE_URL": pg_url,
-        "RAGLINE_DB_SCHEMA": served.index.settings.db_schema,
-        "RAGLINE_DATA_DIR": "",
-    }
-
-    def _run(*args: str, code: int = 0):
-        res = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
-        assert res.exit_code == code, res.output
-        return res
-
-    return _run
+    return cli_runner(
+        {
+            "RAGLINE_DATABASE_URL": pg_url,
+            "RAGLINE_DB_SCHEMA": served.index.settings.db_schema,
+            "RAGLINE_DATA_DIR": "",
+        }
+    )
 
 
 def test_cli_keys_create_list_revoke_against_the_server(run_cli, client):
