@@ -304,13 +304,17 @@
       fill($("answer-extra"), renderAnswerExtra(answer));
       finish(answer.abstained ? "abstained" : "done", "");
     } catch (e) {
-      if (e.name === "AbortError" || state.asking !== ctl) return;
-      finish("error", "");
-      $("answer-body").append(errorBox(e.message));
-      failed(e);
+      showFailure(ctl, e);
     } finally {
       if (state.asking === ctl) state.asking = null;
     }
+  }
+  // an ask or search that failed, unless it was cancelled or replaced by a newer one
+  function showFailure(ctl, e) {
+    if (e.name === "AbortError" || state.asking !== ctl) return;
+    finish("error", "");
+    $("answer-body").append(errorBox(e.message));
+    failed(e);
   }
   async function search(query) {
     const ctl = begin(query, "Searching…");
@@ -323,10 +327,7 @@
       fill($("answer-extra"), meta);
       finish("done", "");
     } catch (e) {
-      if (e.name === "AbortError" || state.asking !== ctl) return;
-      finish("error", "");
-      $("answer-body").append(errorBox(e.message));
-      failed(e);
+      showFailure(ctl, e);
     } finally {
       if (state.asking === ctl) state.asking = null;
     }
