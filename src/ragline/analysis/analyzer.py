@@ -67,31 +67,30 @@ class Analyzer:
 
         self.language = language
         self._stem_word = None
+        base = language.removesuffix(FOLDED_SUFFIX)
+        folded = base != language and base in FOLDED
+        self._stop = STOPWORDS.get(base if folded else language, frozenset())
         if language == UKRAINIAN:
             from .ukrainian import stem_uk
 
             self._stem_word = stem_uk
-        elif language.removesuffix(FOLDED_SUFFIX) in FOLDED and language.endswith(FOLDED_SUFFIX):
+        elif folded:
             from .czech import fold_diacritics, stem_cs
 
-            base = language.removesuffix(FOLDED_SUFFIX)
             if base == "czech":
                 self._stem_word = stem_cs
             else:
                 snowball = Stemmer.Stemmer(base).stemWord
                 self._stem_word = lambda w: fold_diacritics(snowball(w))
-            stop = STOPWORDS.get(base, frozenset())
-            self._stop = stop | {fold_diacritics(w) for w in stop}
+            self._stop = self._stop | {fold_diacritics(w) for w in self._stop}
         elif language != PLAIN and language not in STOPWORDS_ONLY:
             if language not in Stemmer.algorithms():
-                folded = [f + FOLDED_SUFFIX for f in FOLDED]
+                names = [f + FOLDED_SUFFIX for f in FOLDED]
                 raise ConfigError(
                     f"no stemmer for language {language!r}; choose one of: "
-                    + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, *folded, PLAIN]))
+                    + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, *names, PLAIN]))
                 )
             self._stem_word = Stemmer.Stemmer(language).stemWord
-        if not language.endswith(FOLDED_SUFFIX):
-            self._stop = STOPWORDS.get(language, frozenset())
         self._stem_cache: dict[str, str] = {}
 
     @property

@@ -197,7 +197,7 @@ def plausible_languages(text: str, candidates: Sequence[str]) -> tuple[str, ...]
     little prose to tell ("GT-A17", "v2.3.1"), and so does any code the detector does not
     know (``und``, a declared ``xx``): nothing is ruled out on a guess.
     """
-    known = set(_identifier().labels) - {_NO_LANGUAGE}
+    known = _known_codes()
     judged = [c for c in candidates if c in known]
     if len(judged) < 2:
         return tuple(candidates)
@@ -302,7 +302,7 @@ def _check_candidates(candidates: Sequence[str]) -> frozenset[str]:
     if isinstance(candidates, str):
         raise ConfigError(f"candidates must be a list of codes, not the string {candidates!r}")
     allowed = frozenset(c.strip().lower() for c in candidates)
-    known = set(_identifier().labels) - {_NO_LANGUAGE}
+    known = _known_codes()
     unknown = sorted(allowed - known)
     if not allowed or unknown:
         what = f"unknown language codes {unknown}" if unknown else "no candidate languages"
@@ -324,6 +324,12 @@ def _load_identifier() -> Any:
 def warm_up() -> None:
     """Load the detector now (about 0.75 s), not on the first document or query."""
     _identifier()
+
+
+@lru_cache(maxsize=1)
+def _known_codes() -> frozenset[str]:
+    """The language codes the detector can answer (computed once, not per query)."""
+    return frozenset(_identifier().labels) - {_NO_LANGUAGE}
 
 
 @lru_cache(maxsize=1)

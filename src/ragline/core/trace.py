@@ -151,7 +151,7 @@ def search_trace(
         "mode": result.mode,
         "plan": plan_dict(result.plan),
         "legs": {name: _ranked(pairs) for name, pairs in result.legs.items()},
-        "bm25_query": dict(getattr(result, "bm25_query", None) or {}) or None,
+        "bm25_query": dict(result.bm25_query) or None,
         "fused": _ranked(result.fused),
         "reranked": [
             {"rank": h.rank, "chunk_id": h.chunk_id, "score": round(float(h.score), 6)}
