@@ -139,8 +139,11 @@ def search_trace(
     collection: str,
     filters: Any = None,
     kind: str = "search",
+    leg_depth: int = LEG_DEPTH,
+    fused_depth: int = LEG_DEPTH,
 ) -> dict[str, Any]:
-    """The retrieval part of a trace: plan, each leg's candidates, fused, reranked, hits."""
+    """The retrieval part of a trace: plan, each leg's candidates (the first
+    ``leg_depth``), fused (the first ``fused_depth``), reranked, hits."""
     out: dict[str, Any] = {
         "kind": kind,
         "created_at": datetime.now(UTC).isoformat(),
@@ -150,9 +153,9 @@ def search_trace(
         "filters": _filters_dict(filters),
         "mode": result.mode,
         "plan": plan_dict(result.plan),
-        "legs": {name: _ranked(pairs) for name, pairs in result.legs.items()},
+        "legs": {name: _ranked(pairs, leg_depth) for name, pairs in result.legs.items()},
         "bm25_query": dict(result.bm25_query) or None,
-        "fused": _ranked(result.fused),
+        "fused": _ranked(result.fused, fused_depth),
         "reranked": [
             {"rank": h.rank, "chunk_id": h.chunk_id, "score": round(float(h.score), 6)}
             for h in result.hits

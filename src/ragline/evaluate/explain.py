@@ -287,18 +287,14 @@ def record_search_trace(
     hits (enough for the metric's top k; all when None)."""
     from ..core.trace import search_trace
 
-    record = search_trace(result, principal, question=question, collection=index.collection.name)
-    record["legs"] = {
-        name: [
-            {"rank": i, "chunk_id": int(cid), "score": round(float(score), 6)}
-            for i, (cid, score) in enumerate(pairs[:leg_depth], 1)
-        ]
-        for name, pairs in result.legs.items()
-    }
-    record["fused"] = [
-        {"rank": i, "chunk_id": int(cid), "score": round(float(score), 6)}
-        for i, (cid, score) in enumerate(result.fused, 1)
-    ]
+    record = search_trace(
+        result,
+        principal,
+        question=question,
+        collection=index.collection.name,
+        leg_depth=leg_depth,
+        fused_depth=len(result.fused),
+    )
     if keep_hits is not None:
         record["hits"] = record["hits"][:keep_hits]
         if record.get("reranked"):
