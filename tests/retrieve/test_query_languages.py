@@ -49,3 +49,14 @@ def test_eval_and_search_share_the_setting(mixed):
     assert eval_params(mixed, 50).query_languages == "detected"
     mixed.settings = mixed.settings.model_copy(update={"query_languages": "all"})
     assert eval_params(mixed, 50).query_languages == "all"
+
+
+def test_server_loads_the_detector_only_for_a_multilingual_collection(fake_index):
+    pytest.importorskip("fastapi")
+    from ragline.serve.app import _multilingual
+
+    assert not _multilingual(fake_index)  # nothing ingested
+    fake_index.ingest_sources([text_source("en", "Notes", EN, metadata={"language": "en"})])
+    assert not _multilingual(fake_index)
+    fake_index.ingest_sources([text_source("cs", "Notes", CS, metadata={"language": "cs"})])
+    assert _multilingual(fake_index)

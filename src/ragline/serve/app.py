@@ -277,8 +277,8 @@ def create_app(
         srv.jobs.start()
         if index.embedder is not None and hasattr(index.embedder, "warm_up"):
             index.embedder.warm_up()
-        if index.settings.query_languages == "detected":
-            from ..analysis.language import warm_up  # queries of a multilingual collection
+        if index.settings.query_languages == "detected" and _multilingual(index):
+            from ..analysis.language import warm_up  # ~75 MB: only where queries need it
 
             warm_up()
         yield
@@ -577,6 +577,20 @@ def _metadata(text: str) -> dict[str, Any] | None:
 
 
 SERVE_CONFIG_ENV = "RAGLINE_SERVE_CONFIG"
+
+
+def _multilingual(index: Any) -> bool:
+    """Whether the collection holds documents in more than one language, so that its
+    queries go through language detection (see ``MultiAnalyzer.query_analysis``)."""
+    if index.collection is None:
+        return False
+    with index.db.connection() as conn:
+        n = conn.execute(
+            "SELECT count(DISTINCT language) FROM documents WHERE collection_id = %s "
+            "AND is_current AND language <> 'und'",
+            (index.collection.id,),
+        ).fetchone()[0]
+    return int(n) > 1
 
 
 def app_from_env() -> FastAPI:
