@@ -171,7 +171,7 @@ class Slow(FakeEmbedder):
         time.sleep(0.3)  # slow enough to be killed mid-build
         return super().embed_documents(texts)
 
-idx = make_index(sys.argv[1], sys.argv[2], embedder=Slow(), parse_workers=1)
+idx = make_index(sys.argv[1], sys.argv[2], embedder=Slow(), parse_workers=1, ingest_batch_chunks=8)
 print("building", flush=True)
 build_version(idx, chunking="fixed")
 """

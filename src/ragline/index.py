@@ -181,6 +181,7 @@ class Index(BindingMixin, TracingMixin):
             metadata=metadata,
             parse_options=self.settings.parse_options(),
             keep_versions=self.settings.keep_versions,
+            batch_chunks=self.settings.ingest_batch_chunks,
         )
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:

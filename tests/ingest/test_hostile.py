@@ -224,7 +224,7 @@ def test_canary_appears_nowhere(ingested: Ingested) -> None:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM chunks WHERE text ILIKE %s OR header ILIKE %s),"
             " (SELECT count(*) FROM documents WHERE metadata::text ILIKE %s OR title ILIKE %s),"
-            " (SELECT count(*) FROM postings WHERE term ILIKE %s)",
+            " (SELECT count(*) FROM bm25_terms WHERE term ILIKE %s)",
             (like, like, like, like, like),
         ).fetchone()
     assert counts == (0, 0, 0)

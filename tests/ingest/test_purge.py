@@ -44,7 +44,10 @@ def test_purge_erases_everything(pg_url, schema, tmp_path):
             == 0
         )
         assert (
-            conn.execute("SELECT count(*) FROM postings WHERE term = 'quentin'").fetchone()[0] == 0
+            conn.execute("SELECT count(*) FROM bm25_terms WHERE term = 'quentin'").fetchone()[0]
+            + conn.execute("SELECT count(*) FROM bm25_blocks WHERE term = 'quentin'").fetchone()[0]
+            + conn.execute("SELECT count(*) FROM chunks WHERE 'quentin' = ANY(terms)").fetchone()[0]
+            == 0
         )
         assert (
             conn.execute("SELECT count(*) FROM documents WHERE title = 'Report'").fetchone()[0] == 0
@@ -52,7 +55,7 @@ def test_purge_erases_everything(pg_url, schema, tmp_path):
         cache_after = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
         dead = conn.execute(
             "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables WHERE schemaname = current_schema() "
-            "AND relname IN ('chunks', 'postings', 'documents')"
+            "AND relname IN ('chunks', 'bm25_blocks', 'bm25_terms', 'documents')"
         ).fetchone()[0]
     assert cache_after == cache_before - out["cache_entries"]
     assert dead == 0

@@ -29,8 +29,12 @@ def test_history_kept_and_searchable_on_request(pg_url, schema, tmp_path):
     assert cur[0].metadata["version"] == 3 and cur[0].metadata["is_current"] is True
     # BM25 statistics of the current view ignore history: N counts current chunks only
     with idx.db.connection() as conn:
-        n_cur = conn.execute("SELECT count(*) FROM postings WHERE is_current").fetchone()[0]
-        n_all = conn.execute("SELECT count(*) FROM postings").fetchone()[0]
+        n_cur, n_all = conn.execute(
+            "SELECT sum(n_chunks) FILTER (WHERE is_current), sum(n_chunks) FROM bm25_classes"
+        ).fetchone()
+        from ragline.store.bm25 import check
+
+        assert check(conn, idx.collection.id) == []
     assert 0 < n_cur < n_all
     # delete removes every version
     assert idx.delete(f) == 2

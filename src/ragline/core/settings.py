@@ -104,6 +104,13 @@ class Settings(BaseModel):
     multi_query: bool = False
     decompose: bool = False
     hyde: bool = False
+    ingest_batch_chunks: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="chunks embedded and written together (one transaction; a document is "
+        "still all-or-nothing)",
+    )
     keep_versions: int = Field(
         default=0,
         ge=0,

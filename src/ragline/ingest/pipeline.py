@@ -23,6 +23,7 @@ from ..core.types import Chunk, ParsedDocument, Principal
 from ..store.collections import Collection
 from ..store.db import Database
 from ..store.documents import (
+    DocumentWrite,
     PreparedChunk,
     cached_embeddings,
     chunks_without_embeddings,
@@ -31,7 +32,7 @@ from ..store.documents import (
     set_embeddings,
     store_embeddings,
     update_groups,
-    write_document,
+    write_documents,
 )
 from .sources import Skipped, Source
 
@@ -148,9 +149,11 @@ class Ingestor:
         embed: bool = True,
         parse_options: dict[str, Any] | None = None,
         keep_versions: int = 0,
+        batch_chunks: int = EMBED_BATCH_CHUNKS,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.keep_versions = keep_versions
+        self.batch_chunks = batch_chunks
         self.extra_metadata = dict(metadata or {})
         self.embed = embed
         self.parse_options = dict(parse_options or {})
@@ -237,7 +240,7 @@ class Ingestor:
                     continue
                 pending.append(_Pending(src, parsed, chunks, is_update))
                 n_pending += len(chunks)
-                if n_pending >= EMBED_BATCH_CHUNKS:
+                if n_pending >= self.batch_chunks:
                     self._flush(pending, owner, groups, report)
                     pending, n_pending = [], 0
         if pending:
@@ -269,6 +272,7 @@ class Ingestor:
                     Failure(p.source.source_uri, f"embedding failed: {exc}", type(exc).__name__)
                 )
             return
+        writes: list[DocumentWrite] = []
         for p in pending:
             meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
             language = _language(p.parsed, meta)
@@ -276,16 +280,15 @@ class Ingestor:
             prepared = [
                 PreparedChunk(
                     chunk=c,
-                    embedding=vectors.get(text_hash(c.indexed_text)),
+                    embedding=vectors.get(h),
                     terms=Counter(self.analyzer.terms(c.indexed_text, language)),
-                    text_hash=text_hash(c.indexed_text),
+                    text_hash=h,
                 )
                 for c in p.chunks
+                for h in (text_hash(c.indexed_text),)
             ]
-            try:
-                write_document(
-                    self.db,
-                    self.collection,
+            writes.append(
+                DocumentWrite(
                     doc_key=p.source.doc_key,
                     source_uri=p.source.source_uri,
                     title=p.parsed.title,
@@ -296,20 +299,27 @@ class Ingestor:
                     metadata=meta,
                     chunks=prepared,
                     modified_at=p.source.modified_at,
-                    keep_versions=self.keep_versions,
                     language=language,
                     content=parsed_to_json(p.parsed),
                 )
-            except Exception as exc:
+            )
+        try:
+            results = write_documents(
+                self.db, self.collection, writes, keep_versions=self.keep_versions
+            )
+        except Exception as exc:  # the database failed the whole batch
+            results = [exc] * len(writes)
+        for p, w, res in zip(pending, writes, results):
+            if isinstance(res, Exception):
                 report.failed.append(
-                    Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
+                    Failure(p.source.source_uri, f"could not store: {res}", type(res).__name__)
                 )
                 continue
             (report.updated if p.is_update else report.added).append(p.source.doc_key)
-            report.chunks += len(prepared)
+            report.chunks += len(w.chunks)
             pages = len({c.page for c in p.chunks if c.page is not None}) or 1
             report.pages += pages
-            self.on_progress(p.source.doc_key, len(prepared), pages)
+            self.on_progress(p.source.doc_key, len(w.chunks), pages)
 
 
 def backfill_embeddings(

@@ -1,20 +1,18 @@
-"""The two retrieval legs, as SQL over the permission-filtered chunks of a collection.
+"""The two retrieval legs, over the permission-filtered chunks of a collection.
 
 BM25 (Okapi, Lucene's form): for each distinct query term t,
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score += idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
-with N, avgdl and df computed over the caller's tenant's current chunks of the
-collection (so scores never depend on another tenant's documents), dl = the chunk's
-number of terms, k1 = 1.2 and b = 0.75 by default. This is the formula of Lucene >= 8
-and of bm25s' "lucene" method; ``ts_rank`` is not used anywhere.
+with N, avgdl and df summed over the ACL classes the caller may read (so scores never
+depend on a document the caller cannot see), dl = the chunk's number of terms, k1 = 1.2
+and b = 0.75 by default. This is the formula of Lucene >= 8 and of bm25s' "lucene"
+method; ``ts_rank`` is not used anywhere. The exact top k is found without reading every
+posting (:mod:`ragline.store.bm25_topk`, over the blocks of :mod:`ragline.store.bm25`).
 
 Vector: cosine distance on the collection's partial HNSW index with
 ``hnsw.iterative_scan = relaxed_order`` (so a filtered query still returns k rows) and a
 per-query ``hnsw.ef_search``; when the permitted rows are few, an exact scan instead.
-Both legs apply :func:`ragline.store.filters.acl_sql` inside their WHERE clause.
-
-``postings.is_current`` mirrors its chunk's flag (flipped in the transaction that writes
-a new version), so ``df`` needs no join with ``chunks``.
+The vector leg applies :func:`ragline.store.filters.acl_sql` inside its WHERE clause.
 """
 
 from __future__ import annotations
@@ -54,54 +52,27 @@ def bm25_search(
     *,
     include_history: bool = False,
     filters: Filters | None = None,
+    work: Any = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 score) of the top ``k`` permitted chunks, best first.
 
     With ``include_history`` old versions are searched too, and N/avgdl/df cover them.
+    ``work`` (a :class:`~ragline.store.bm25_topk.Work`) receives what the query read.
     """
-    acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
-    cur_c = "" if include_history else " AND c.is_current"
-    cur_p = "" if include_history else " AND p.is_current"
-    uniq = sorted(set(terms))
-    if not uniq or k <= 0:
-        return []
-    sql = f"""
-    WITH stats AS MATERIALIZED (
-        SELECT count(*)::float8 AS n, coalesce(avg(c.n_terms), 0)::float8 AS avgdl
-        FROM chunks c WHERE c.collection_id = %(cid)s AND c.tenant = %(acl_tenant)s{cur_c}
-    ),
-    df AS MATERIALIZED (
-        SELECT p.term, count(*)::float8 AS df
-        FROM postings p
-        WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[]){cur_p}
-        GROUP BY p.term
+    from .bm25 import search
+
+    return search(
+        db,
+        collection,
+        terms,
+        principal,
+        k,
+        k1=params.k1,
+        b=params.b,
+        include_history=include_history,
+        filters=filters,
+        work=work,
     )
-    SELECT p.chunk_id,
-           sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-               * p.tf / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * c.n_terms / stats.avgdl))) AS score
-    FROM postings p
-    JOIN df ON df.term = p.term
-    JOIN chunks c ON c.id = p.chunk_id
-    CROSS JOIN stats
-    WHERE p.collection_id = %(cid)s AND p.tenant = %(acl_tenant)s AND p.term = ANY(%(terms)s::text[])
-      AND {acl}
-    GROUP BY p.chunk_id
-    ORDER BY score DESC, p.chunk_id
-    LIMIT %(k)s
-    """
-    with db.connection() as conn:
-        rows = conn.execute(
-            sql,
-            {
-                "terms": uniq,
-                "cid": collection.id,
-                "k": k,
-                "k1": params.k1,
-                "b": params.b,
-                **acl_params,
-            },
-        ).fetchall()
-    return [(int(r[0]), float(r[1])) for r in rows]
 
 
 def vector_search(

@@ -1,0 +1,291 @@
+"""The BM25 index in PostgreSQL: ACL classes, per-term statistics and posting blocks.
+
+Every chunk belongs to one ACL class — (tenant, sorted group set, current or history) of
+its collection. Per class, ``bm25_classes`` holds N and the sum of document lengths,
+``bm25_terms`` the df of each term with bounds of its tf and dl, and ``bm25_blocks`` the
+postings, cut into blocks of at most 512 (:mod:`.bm25_codec`). All three are changed in
+the transaction that writes, deletes or re-labels the chunks, so a query reads maintained
+statistics instead of counting, and they always equal a recount (:func:`check`).
+
+A caller's statistics are the sums over the classes the caller may read, so no score
+depends on a document the caller cannot see; and the postings a query reads are only
+those of its classes, which is the permission filter inside the BM25 leg.
+
+Locking: a change to a list takes its ``bm25_terms`` row first (in term order), then the
+class rows; readers take no locks (one REPEATABLE READ snapshot per search).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import bm25_codec as codec
+from .bm25_topk import BlockMeta, Postings, TermStats, Work, top_k
+from .bm25_write import Changes, IndexedChunks
+
+if TYPE_CHECKING:
+    from ..core.filters import Filters
+    from ..core.types import Principal
+    from .collections import Collection
+    from .db import Database
+
+FILTER_SET_BELOW = 10000
+"""A metadata filter passing fewer chunks than this is applied as an id set; a broader
+one by checking the candidates."""
+
+# -- classes --------------------------------------------------------------------------
+def class_id(
+    conn: Any,
+    collection_id: int,
+    tenant: str,
+    groups: Sequence[str],
+    current: bool,
+    db: Database | None = None,
+) -> int:
+    """The ACL class of (tenant, groups, current) in the collection, created on first use
+    (with ``db``, in a transaction of its own: an empty class is harmless, and a writer
+    then never waits inside its transaction for another to create the same class)."""
+    groups = sorted(set(groups))
+    find = (
+        "SELECT class_id FROM bm25_classes WHERE collection_id = %s AND tenant = %s "
+        "AND groups = %s AND is_current = %s"
+    )
+    args = (collection_id, tenant, groups, current)
+    r = conn.execute(find, args).fetchone()
+    if r is None:
+        create = (
+            "INSERT INTO bm25_classes (collection_id, tenant, groups, is_current) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (collection_id, tenant, groups, is_current) DO NOTHING"
+        )
+        if db is not None:
+            with db.connection() as own:
+                own.execute(create, args)
+        else:
+            conn.execute(create, args)
+        r = conn.execute(find, args).fetchone()
+    return int(r[0])
+
+
+def visible_classes(
+    conn: Any, collection_id: int, principal: Principal, include_history: bool
+) -> tuple[list[int], int, int]:
+    """The classes ``principal`` may read, with their total N and sum of lengths."""
+    cur = "" if include_history else " AND is_current"
+    rows = conn.execute(
+        "SELECT class_id, n_chunks, sum_dl FROM bm25_classes WHERE collection_id = %s AND tenant = %s "
+        f"AND (groups = '{{}}'::text[] OR groups && %s::text[]){cur}",
+        (collection_id, principal.tenant, list(principal.groups)),
+    ).fetchall()
+    return [int(r[0]) for r in rows], sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
+
+
+# -- searching ------------------------------------------------------------------------
+class _DbSource:
+    """Postings of one collection and tenant, restricted to the caller's classes."""
+
+    def __init__(self, conn: Any, collection_id: int, tenant: str, classes: list[int]) -> None:
+        self.conn, self.cid, self.tenant, self.classes = conn, collection_id, tenant, classes
+
+    def postings(self, terms: Sequence[str]) -> dict[str, Postings]:
+        rows = self.conn.execute(
+            "SELECT term, data FROM bm25_blocks WHERE collection_id = %s AND tenant = %s "
+            "AND term = ANY(%s) AND class_id = ANY(%s)",
+            (self.cid, self.tenant, list(terms), self.classes),
+        ).fetchall()
+        by_term: dict[str, list[bytes]] = {}
+        for term, data in rows:
+            by_term.setdefault(term, []).append(data)
+        return {t: codec.decode_blocks(d) for t, d in by_term.items()}
+
+    def block_meta(self, terms: Sequence[str]) -> dict[str, BlockMeta]:
+        rows = self.conn.execute(
+            "SELECT term, class_id, n, first_id, last_id, max_tf, min_dl FROM bm25_blocks "
+            "WHERE collection_id = %s AND tenant = %s AND term = ANY(%s) AND class_id = ANY(%s)",
+            (self.cid, self.tenant, list(terms), self.classes),
+        ).fetchall()
+        by_term: dict[str, list[Any]] = {}
+        for r in rows:
+            by_term.setdefault(r[0], []).append(r[1:])
+        out = {}
+        for t, rs in by_term.items():
+            a = np.array(rs, dtype=np.int64)
+            out[t] = BlockMeta(lists=a[:, 0], n=a[:, 1], first=a[:, 2], last=a[:, 3], max_tf=a[:, 4], min_dl=a[:, 5])
+        return out
+
+    def blocks(self, term: str, meta: BlockMeta, which: np.ndarray) -> Postings:
+        rows = self.conn.execute(
+            "SELECT b.data FROM unnest(%s::int8[], %s::int8[]) WITH ORDINALITY AS u(cls, first, o) "
+            "JOIN bm25_blocks b ON b.collection_id = %s AND b.tenant = %s AND b.term = %s "
+            "AND b.class_id = u.cls AND b.first_id = u.first ORDER BY u.o",
+            (meta.lists[which].tolist(), meta.first[which].tolist(), self.cid, self.tenant, term),
+        ).fetchall()
+        return codec.decode_blocks([r[0] for r in rows])
+
+
+def search(
+    db: Database,
+    collection: Collection,
+    terms: Sequence[str],
+    principal: Principal,
+    k: int,
+    *,
+    k1: float,
+    b: float,
+    include_history: bool = False,
+    filters: Filters | None = None,
+    work: Work | None = None,
+) -> list[tuple[int, float]]:
+    """(chunk id, BM25 score) of the exact top ``k`` chunks ``principal`` may read."""
+    from .filters import acl_sql
+
+    uniq = sorted(set(terms))
+    if not uniq or k <= 0:
+        return []
+    acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
+    with db.connection() as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        classes, n_docs, sum_dl = visible_classes(conn, collection.id, principal, include_history)
+        if not classes or n_docs <= 0:
+            return []
+        rows = conn.execute(
+            "SELECT term, sum(df), max(max_tf), min(min_dl) FROM bm25_terms WHERE collection_id = %s "
+            "AND tenant = %s AND term = ANY(%s) AND class_id = ANY(%s) GROUP BY term",
+            (collection.id, principal.tenant, uniq, classes),
+        ).fetchall()
+        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
+        verify = None
+        if filters is not None:
+            verify = _filter_check(conn, collection.id, acl, acl_params)
+        return top_k(
+            stats,
+            n_docs,
+            sum_dl / n_docs,
+            k,
+            _DbSource(conn, collection.id, principal.tenant, classes),
+            k1=k1,
+            b=b,
+            verify=verify,
+            work=work,
+        )
+
+
+def _filter_check(conn: Any, collection_id: int, acl: str, params: dict[str, Any]) -> Any:
+    """The candidate check of a filtered search: an id set when the filter is selective,
+    else a query per batch of candidates."""
+    p = {"cid": collection_id, "cap": FILTER_SET_BELOW, **params}
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT c.id FROM chunks c WHERE c.collection_id = %(cid)s AND {acl} LIMIT %(cap)s", p
+        )
+    ]
+    if len(ids) < FILTER_SET_BELOW:
+        allowed = np.sort(np.array(ids, dtype=np.int64))
+        return lambda cand: np.isin(cand, allowed)
+
+    def check_batch(cand: np.ndarray) -> np.ndarray:
+        ok = {
+            r[0]
+            for r in conn.execute(
+                f"SELECT c.id FROM chunks c WHERE c.id = ANY(%(ids)s) AND {acl}",
+                {**p, "ids": cand.tolist()},
+            )
+        }
+        return np.array([int(i) in ok for i in cand], dtype=bool)
+
+    return check_batch
+
+
+# -- maintenance ----------------------------------------------------------------------
+def build_pending(conn: Any) -> None:
+    """Build the blocks of collections migrated from the per-row postings table."""
+    pending = [r[0] for r in conn.execute("SELECT collection_id FROM bm25_pending ORDER BY 1")]
+    for cid in pending:
+        groups = conn.execute(
+            "SELECT DISTINCT tenant, groups, is_current FROM chunks WHERE collection_id = %s",
+            (cid,),
+        ).fetchall()
+        for tenant, grp, cur in groups:
+            klass = class_id(conn, cid, tenant, grp, cur)
+            rows = conn.execute(
+                "UPDATE chunks SET bm25_class = %s WHERE collection_id = %s AND tenant = %s "
+                "AND groups = %s AND is_current = %s RETURNING id, bm25_class, terms, tfs, n_terms",
+                (klass, cid, tenant, grp, cur),
+            ).fetchall()
+            rows.sort(key=lambda r: r[0])
+            for start in range(0, len(rows), 5000):
+                changes = Changes(cid, tenant)
+                changes.add(klass, IndexedChunks.of_rows(rows[start : start + 5000]))
+                changes.apply(conn)
+        conn.execute("DELETE FROM bm25_pending WHERE collection_id = %s", (cid,))
+
+
+def check(conn: Any, collection_id: int) -> list[str]:
+    """Differences between the maintained index and a recount from the chunks (empty when
+    consistent): class sizes, every term's df and bounds, and every posting."""
+    problems: list[str] = []
+    want_classes = {
+        (int(r[0])): (int(r[1]), int(r[2]))
+        for r in conn.execute(
+            "SELECT bm25_class, count(*), coalesce(sum(n_terms), 0) FROM chunks WHERE collection_id = %s "
+            "AND bm25_class IS NOT NULL GROUP BY bm25_class",
+            (collection_id,),
+        )
+    }
+    for klass, n, dl, grp, cur, tenant in conn.execute(
+        "SELECT class_id, n_chunks, sum_dl, groups, is_current, tenant FROM bm25_classes WHERE collection_id = %s",
+        (collection_id,),
+    ):
+        if want_classes.pop(int(klass), (0, 0)) != (int(n), int(dl)):
+            problems.append(f"class {klass}: n/sum_dl {n}/{dl} differ from the chunks")
+        bad = conn.execute(
+            "SELECT count(*) FROM chunks WHERE bm25_class = %s AND (groups <> %s OR is_current <> %s "
+            "OR tenant <> %s)",
+            (klass, list(grp), cur, tenant),
+        ).fetchone()[0]
+        if bad:
+            problems.append(f"class {klass}: {bad} chunks with other groups/tenant/currency")
+    problems.extend(f"class {k}: missing" for k in want_classes)
+    unindexed = conn.execute(
+        "SELECT count(*) FROM chunks WHERE collection_id = %s AND bm25_class IS NULL", (collection_id,)
+    ).fetchone()[0]
+    if unindexed:
+        problems.append(f"{unindexed} chunks not in the index")
+    want: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+    for cid, klass, terms, tfs, dl in conn.execute(
+        "SELECT id, bm25_class, terms, tfs, n_terms FROM chunks WHERE collection_id = %s "
+        "AND bm25_class IS NOT NULL",
+        (collection_id,),
+    ):
+        for t, f in zip(terms, tfs):
+            want.setdefault((t, int(klass)), {})[int(cid)] = (int(f), int(dl))
+    got: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+    for term, klass, first, last, n, mt, md, data in conn.execute(
+        "SELECT term, class_id, first_id, last_id, n, max_tf, min_dl, data FROM bm25_blocks "
+        "WHERE collection_id = %s",
+        (collection_id,),
+    ):
+        ids, tfs, dls = codec.decode_block(data)
+        if (first, last, n, mt, md) != (ids[0], ids[-1], len(ids), tfs.max(), dls.min()):
+            problems.append(f"block {term}/{klass}/{first}: header differs from its postings")
+        lst = got.setdefault((term, int(klass)), {})
+        for i, f, d in zip(ids.tolist(), tfs.tolist(), dls.tolist()):
+            if i in lst:
+                problems.append(f"{term}/{klass}: chunk {i} twice")
+            lst[i] = (f, d)
+    if want != got:
+        diff = sorted(set(want) ^ set(got)) + sorted(k for k in set(want) & set(got) if want[k] != got[k])
+        problems.append(f"postings differ from the forward index for {diff[:5]} …")
+    for term, klass, df, mt, md in conn.execute(
+        "SELECT term, class_id, df, max_tf, min_dl FROM bm25_terms WHERE collection_id = %s", (collection_id,)
+    ):
+        lst = want.pop((term, int(klass)), {})
+        if df != len(lst):
+            problems.append(f"term {term}/{klass}: df {df}, recount {len(lst)}")
+        elif lst and (mt < max(f for f, _ in lst.values()) or md > min(d for _, d in lst.values())):
+            problems.append(f"term {term}/{klass}: bounds do not bound its postings")
+    problems.extend(f"term {t}/{c}: no statistics row" for t, c in want)
+    return problems

@@ -1,0 +1,230 @@
+"""The byte format of a BM25 posting block, and how postings are cut into blocks.
+
+A posting list of one term in one ACL class is stored as blocks of at most
+:data:`BLOCK_POSTINGS` postings, each block one row (``bm25_blocks``). A block holds its
+postings sorted by chunk id:
+
+    byte 0      format: bits 0-1 id-delta width (1, 2, 4, 8 bytes), bit 2 tf width
+                (1 or 2 bytes), bit 3 document-length width (2 or 4 bytes)
+    bytes 1-2   n, the number of postings (little-endian uint16)
+    bytes 3-10  the first chunk id (int64)
+    then        n - 1 id deltas, n term frequencies, n document lengths (dl = the
+                chunk's number of terms), each array little-endian at its width
+
+Each array takes the narrowest width its values fit, so a dense list of a common term
+costs 1 + 1 + 2 bytes per posting and a sparse one 4 + 1 + 2. A block never exceeds
+:data:`BLOCK_BYTES`, so a row stays inline in its heap page (the column is STORAGE
+PLAIN: no TOAST lookup, no decompression on the query path).
+
+Pure functions on numpy arrays; no I/O.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+BLOCK_POSTINGS = 512
+"""Postings per full block: a query decodes a list in blocks of this size, and deleting a
+chunk rewrites one block per term of the chunk."""
+BLOCK_BYTES = 4000
+"""Upper bound of one encoded block (a heap page holds 8 kB)."""
+SMALL_BLOCK = BLOCK_POSTINGS // 4
+"""Blocks with fewer postings are compacted with the list's other small blocks."""
+
+_HEADER = struct.Struct("<BHq")
+_ID_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8"))
+_TF_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"))
+_DL_WIDTHS = (np.dtype("<u2"), np.dtype("<u4"))
+MAX_TF = 65535
+MAX_DL = 2**32 - 1
+
+
+def _width(maximum: int, widths: Sequence[np.dtype]) -> int:
+    for i, w in enumerate(widths):
+        if maximum <= np.iinfo(w).max:
+            return i
+    raise ValueError(f"value {maximum} does not fit the block format")
+
+
+def encode_block(ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> bytes:
+    """One block of postings (``ids`` strictly increasing)."""
+    n = len(ids)
+    if n == 0 or n > 65535:
+        raise ValueError(f"a block holds 1..65535 postings, got {n}")
+    ids = np.asarray(ids, dtype=np.int64)
+    deltas = np.diff(ids)
+    if n > 1 and int(deltas.min()) <= 0:
+        raise ValueError("block ids must be strictly increasing")
+    iw = _width(int(deltas.max()) if n > 1 else 0, _ID_WIDTHS)
+    tw = _width(int(np.max(tfs)), _TF_WIDTHS)
+    dw = _width(int(np.max(dls)), _DL_WIDTHS)
+    head = _HEADER.pack(iw | (tw << 2) | (dw << 3), n, int(ids[0]))
+    return b"".join(
+        (
+            head,
+            deltas.astype(_ID_WIDTHS[iw]).tobytes(),
+            np.asarray(tfs).astype(_TF_WIDTHS[tw]).tobytes(),
+            np.asarray(dls).astype(_DL_WIDTHS[dw]).tobytes(),
+        )
+    )
+
+
+def decode_block(data: bytes | memoryview) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids int64, tfs, dls) of one block."""
+    fmt, n, first = _HEADER.unpack_from(data, 0)
+    iw, tw, dw = _ID_WIDTHS[fmt & 3], _TF_WIDTHS[(fmt >> 2) & 1], _DL_WIDTHS[(fmt >> 3) & 1]
+    off = _HEADER.size
+    deltas = np.frombuffer(data, dtype=iw, count=n - 1, offset=off)
+    off += (n - 1) * iw.itemsize
+    tfs = np.frombuffer(data, dtype=tw, count=n, offset=off)
+    off += n * tw.itemsize
+    dls = np.frombuffer(data, dtype=dw, count=n, offset=off)
+    ids = np.empty(n, dtype=np.int64)
+    ids[0] = first
+    if n > 1:
+        np.cumsum(deltas, dtype=np.int64, out=ids[1:])
+        ids[1:] += first
+    return ids, tfs, dls
+
+
+def decode_blocks(
+    blocks: Sequence[bytes | memoryview],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of several blocks, concatenated (ids sorted within each block only)."""
+    if not blocks:
+        e = np.empty(0, dtype=np.int64)
+        return e, e.astype(np.int32), e.astype(np.int32)
+    parts = [decode_block(b) for b in blocks]
+    if len(parts) == 1:
+        i, t, d = parts[0]
+        return i, t.astype(np.int32), d.astype(np.int32)
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]).astype(np.int32),
+        np.concatenate([p[2] for p in parts]).astype(np.int32),
+    )
+
+
+def _bytes_per_posting(ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> int:
+    d = int(np.diff(ids).max()) if len(ids) > 1 else 0
+    return (
+        _ID_WIDTHS[_width(d, _ID_WIDTHS)].itemsize
+        + _TF_WIDTHS[_width(int(tfs.max()), _TF_WIDTHS)].itemsize
+        + _DL_WIDTHS[_width(int(dls.max()), _DL_WIDTHS)].itemsize
+    )
+
+
+def cut_blocks(
+    ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray
+) -> Iterator[tuple[int, int, int, int, int, bytes]]:
+    """Cut one sorted posting list into blocks: ``(first_id, last_id, n, max_tf, min_dl,
+    data)`` each, full blocks of :data:`BLOCK_POSTINGS` (fewer when wide values would pass
+    :data:`BLOCK_BYTES`), the remainder last."""
+    n = len(ids)
+    start = 0
+    while start < n:
+        end = min(n, start + BLOCK_POSTINGS)
+        width = _bytes_per_posting(ids[start:end], tfs[start:end], dls[start:end])
+        cap = max(1, (BLOCK_BYTES - _HEADER.size) // width)
+        end = min(end, start + cap)
+        i, t, d = ids[start:end], tfs[start:end], dls[start:end]
+        yield (
+            int(i[0]),
+            int(i[-1]),
+            end - start,
+            int(t.max()),
+            int(d.min()),
+            encode_block(i, t, d),
+        )
+        start = end
+
+
+def encode_lists(
+    starts: np.ndarray, ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray
+) -> list[tuple[int, int, int, int, int, int, bytes]]:
+    """Blocks of many posting lists at once: ``(list, first_id, last_id, n, max_tf, min_dl,
+    data)`` each, as :func:`cut_blocks` would cut every list.
+
+    The postings are sorted by (list, id); list ``i`` starts at ``starts[i]``. A batch of
+    chunks holds tens of thousands of lists, most of one or two postings, so the widths
+    and bounds are computed for all blocks at once and only the bytes are joined per block.
+    """
+    n = len(ids)
+    if n == 0:
+        return []
+    ids = np.asarray(ids, dtype=np.int64)
+    tfs = np.asarray(tfs, dtype=np.int64)
+    dls = np.asarray(dls, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.diff(np.append(starts, n))
+    list_of = np.repeat(np.arange(len(starts)), lengths)
+    pos = np.arange(n) - starts[list_of]
+    bs = np.flatnonzero(pos % BLOCK_POSTINGS == 0)  # block starts
+    be = np.append(bs[1:], n)
+    counts = be - bs
+    delta = np.zeros(n, dtype=np.int64)
+    delta[1:] = ids[1:] - ids[:-1]
+    delta[bs] = 0
+    max_d = np.maximum.reduceat(delta, bs)
+    max_tf = np.maximum.reduceat(tfs, bs)
+    min_dl = np.minimum.reduceat(dls, bs)
+    max_dl = np.maximum.reduceat(dls, bs)
+    iw = np.searchsorted(np.array([255, 65535, 2**32 - 1]), max_d)
+    tw = (max_tf > 255).astype(np.int64)
+    dw = (max_dl > 65535).astype(np.int64)
+    size = (
+        _HEADER.size
+        + (counts - 1) * np.array([1, 2, 4, 8])[iw]
+        + counts * (tw + 1)
+        + counts * 2 * (dw + 1)
+    )
+    slow_lists = set(np.unique(list_of[bs[size > BLOCK_BYTES]]).tolist())
+    if int(tfs.max()) > MAX_TF or int(dls.max()) > MAX_DL:
+        raise ValueError("term frequency or document length out of range for the block format")
+    out: list[tuple[int, int, int, int, int, int, bytes]] = []
+    fmt = iw | (tw << 2) | (dw << 3)
+    for f in np.unique(fmt):
+        sel = np.flatnonzero(fmt == f)
+        if slow_lists:
+            sel = sel[~np.isin(list_of[bs[sel]], list(slow_lists))]
+        if len(sel) == 0:
+            continue
+        idt, tdt, ddt = _ID_WIDTHS[f & 3], _TF_WIDTHS[(f >> 2) & 1], _DL_WIDTHS[(f >> 3) & 1]
+        cnt = counts[sel]
+        offs = np.cumsum(cnt) - cnt  # where each selected block starts in `elems`
+        elems = np.repeat(bs[sel] - offs, cnt) + np.arange(int(cnt.sum()))
+        not_first = np.ones(len(elems), dtype=bool)
+        not_first[offs] = False
+        dbytes = delta[elems[not_first]].astype(idt).tobytes()
+        tbytes = tfs[elems].astype(tdt).tobytes()
+        lbytes = dls[elems].astype(ddt).tobytes()
+        di, ti, li = idt.itemsize, tdt.itemsize, ddt.itemsize
+        for q, (b, o) in enumerate(zip(sel.tolist(), offs.tolist())):
+            c = int(counts[b])
+            data = b"".join(
+                (
+                    _HEADER.pack(int(f), c, int(ids[bs[b]])),
+                    dbytes[(o - q) * di : (o - q + c - 1) * di],
+                    tbytes[o * ti : (o + c) * ti],
+                    lbytes[o * li : (o + c) * li],
+                )
+            )
+            out.append(
+                (
+                    int(list_of[bs[b]]),
+                    int(ids[bs[b]]),
+                    int(ids[be[b] - 1]),
+                    c,
+                    int(max_tf[b]),
+                    int(min_dl[b]),
+                    data,
+                )
+            )
+    for lst in sorted(slow_lists):
+        lo = int(starts[lst])
+        hi = lo + int(lengths[lst])
+        out.extend((lst, *blk) for blk in cut_blocks(ids[lo:hi], tfs[lo:hi], dls[lo:hi]))
+    return out

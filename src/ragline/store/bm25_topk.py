@@ -1,0 +1,333 @@
+"""Exact BM25 top-k that does not read every posting: MaxScore with block-max bounds.
+
+Okapi BM25 in Lucene's form, for each distinct query term t::
+
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    s(t, c) = idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+
+Every term has an upper bound ``ub(t) >= s(t, c)`` for every chunk c (from the largest
+tf and the smallest dl of its postings), and every block of postings has one of its own.
+Terms are processed from the highest bound down, term at a time, accumulating partial
+scores (lower bounds of the true scores, since every contribution is positive):
+
+1. **Essential terms.** After each term, θ = the k-th best partial score is a lower bound
+   of the k-th best true score. Once the bounds of the terms not yet read sum below θ, no
+   chunk outside the accumulator can enter the top k (its score is at most that sum), so
+   the remaining — common, low-idf — terms are never read in full (MaxScore, Turtle &
+   Flood 1995).
+2. **Candidates.** Chunks whose partial score plus the remaining bounds can still reach θ
+   are kept. For each remaining term, the bound of the block that could hold a candidate
+   (block-max, Ding & Suel 2011) tightens each candidate's bound; candidates that cannot
+   reach θ are dropped, and only the blocks covering the survivors are read.
+
+The result is exactly the top k of exhaustive scoring (ties broken by chunk id, as the SQL
+did), with the same floating-point formula. Pure logic over a :class:`PostingSource`;
+the SQL behind it is in :mod:`ragline.store.bm25`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+EPS = 1e-9
+"""Slack on every pruning comparison: float sums in another order differ by ~1e-15."""
+SMALL_LIST = 4096
+"""Lists this short are read whole with the term before them (one round trip)."""
+
+Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # ids int64, tfs, dls
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """A query term over the lists the caller may read: df, and bounds of tf and dl."""
+
+    term: str
+    df: int
+    max_tf: int
+    min_dl: int
+
+
+@dataclass(frozen=True)
+class BlockMeta:
+    """Where one block of a list lies and its bounds (``key`` identifies it to the source)."""
+
+    lists: np.ndarray  # list (ACL class) of each block
+    n: np.ndarray  # postings in each block
+    first: np.ndarray
+    last: np.ndarray
+    max_tf: np.ndarray
+    min_dl: np.ndarray
+
+
+class PostingSource(Protocol):
+    def postings(self, terms: Sequence[str]) -> dict[str, Postings]:
+        """Every posting of ``terms`` the caller may read."""
+        ...
+
+    def block_meta(self, terms: Sequence[str]) -> dict[str, BlockMeta]:
+        """The blocks of ``terms`` (position i of each array = block i)."""
+        ...
+
+    def blocks(self, term: str, meta: BlockMeta, which: np.ndarray) -> Postings:
+        """The postings of the blocks ``which`` (indexes into ``meta``) of ``term``."""
+        ...
+
+
+@dataclass
+class Work:
+    """What one query did: how much of the index it read."""
+
+    terms: int = 0
+    full_terms: int = 0
+    postings: int = 0
+    """Postings decoded (the whole lists of essential terms, the chosen blocks of others)."""
+    postings_total: int = 0
+    """Postings of the query terms in the lists the caller may read (exhaustive cost)."""
+    blocks: int = 0
+    candidates: int = 0
+    verified: int = 0
+    rounds: int = 0
+    detail: dict[str, int] = field(default_factory=dict)
+
+
+def idf(n_docs: float, df: float) -> float:
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def _tf_part(tfs: np.ndarray, dls: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
+    tf = tfs.astype(np.float64)
+    return tf / (tf + k1 * (1 - b + b * dls.astype(np.float64) / avgdl))
+
+
+def _kth(scores: np.ndarray, k: int) -> float:
+    if len(scores) < k:
+        return 0.0
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
+
+
+def _accumulate(
+    ids: np.ndarray, scores: np.ndarray, new_ids: np.ndarray, new_scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique ids with summed scores, of the accumulator and new postings."""
+    all_ids = np.concatenate((ids, new_ids))
+    all_scores = np.concatenate((scores, new_scores))
+    uniq, inv = np.unique(all_ids, return_inverse=True)
+    return uniq, np.bincount(inv, weights=all_scores, minlength=len(uniq))
+
+
+def _in_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``ids``: a mask of those in ``sorted_ids`` and their positions there."""
+    if len(sorted_ids) == 0:
+        return np.zeros(len(ids), dtype=bool), np.zeros(len(ids), dtype=np.int64)
+    pos = np.searchsorted(sorted_ids, ids)
+    pos_c = np.minimum(pos, len(sorted_ids) - 1)
+    return sorted_ids[pos_c] == ids, pos_c
+
+
+def _block_bound(meta: BlockMeta, ub: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each candidate id: the largest block bound of the blocks that may hold it (0 if
+    none), and for each block whether it may hold a candidate.
+
+    Blocks of one list do not overlap unless two writers interleaved chunk ids; where they
+    do, the list's bound is its largest block's over its whole range (still a bound)."""
+    bound = np.zeros(len(ids), dtype=np.float64)
+    needed = np.zeros(len(meta.first), dtype=bool)
+    for lst in np.unique(meta.lists):
+        sel = np.flatnonzero(meta.lists == lst)
+        order = sel[np.argsort(meta.first[sel], kind="stable")]
+        first, last, bub = meta.first[order], meta.last[order], ub[order]
+        overlap = len(order) > 1 and bool(np.any(first[1:] <= np.maximum.accumulate(last)[:-1]))
+        if overlap:
+            inside = (ids >= first[0]) & (ids <= last.max())
+            bound[inside] = np.maximum(bound[inside], bub.max())
+            if inside.any():
+                needed[order] = True
+            continue
+        pos = np.searchsorted(first, ids, side="right") - 1
+        ok = pos >= 0
+        ok[ok] = ids[ok] <= last[pos[ok]]
+        bound[ok] = np.maximum(bound[ok], bub[pos[ok]])
+        needed[order[np.unique(pos[ok])]] = True
+    return bound, needed
+
+
+def top_k(
+    stats: Sequence[TermStats],
+    n_docs: int,
+    avgdl: float,
+    k: int,
+    source: PostingSource,
+    *,
+    k1: float = K1,
+    b: float = B,
+    verify: Callable[[np.ndarray], np.ndarray] | None = None,
+    work: Work | None = None,
+) -> list[tuple[int, float]]:
+    """The exact top ``k`` ``(chunk id, score)``, best first (ties: smaller id first).
+
+    ``verify`` (metadata filters) maps candidate ids to a mask of those that qualify; the
+    pruning threshold then counts only verified candidates, so the result equals
+    filtering first and scoring after.
+    """
+    work = work if work is not None else Work()
+    terms = [s for s in stats if s.df > 0]
+    if not terms or k <= 0 or n_docs <= 0 or avgdl <= 0:
+        return []
+    idfs = {s.term: idf(n_docs, s.df) for s in terms}
+
+    def bound(s: TermStats) -> float:
+        return idfs[s.term] * float(_tf_part(np.array([s.max_tf]), np.array([s.min_dl]), avgdl, k1, b)[0])
+
+    ubs = {s.term: bound(s) for s in terms}
+    order = sorted(terms, key=lambda s: (-ubs[s.term], s.df, s.term))
+    rest_ub = [0.0] * (len(order) + 1)
+    for i in range(len(order) - 1, -1, -1):
+        rest_ub[i] = rest_ub[i + 1] + ubs[order[i].term]
+    work.terms = len(order)
+    work.postings_total = sum(s.df for s in order)
+
+    acc_ids = np.empty(0, dtype=np.int64)
+    acc = np.empty(0, dtype=np.float64)
+    ok_ids = np.empty(0, dtype=np.int64)  # verified to pass the filter (sorted)
+    bad_ids = np.empty(0, dtype=np.int64)  # verified to fail it (sorted)
+
+    def threshold() -> float:
+        """θ: the k-th best partial score of candidates that qualify (all of them without
+        a filter; with one, the best unverified candidates are verified first)."""
+        nonlocal ok_ids, bad_ids, acc_ids, acc
+        if verify is None:
+            return _kth(acc, k)
+        known = _in_sorted(ok_ids, acc_ids)[0]
+        top = np.argsort(-acc, kind="stable")
+        need = top[~known[top]][: max(2 * k, 64)]
+        if len(need):
+            cand = acc_ids[need]
+            mask = np.asarray(verify(cand), dtype=bool)
+            work.verified += len(cand)
+            ok_ids = np.union1d(ok_ids, cand[mask])
+            bad_ids = np.union1d(bad_ids, cand[~mask])
+            keep = ~_in_sorted(bad_ids, acc_ids)[0]
+            acc_ids, acc = acc_ids[keep], acc[keep]
+        known = _in_sorted(ok_ids, acc_ids)[0]
+        return _kth(acc[known], k)
+
+    # 1. essential terms, whole lists, highest bound first
+    i = 0
+    theta = 0.0
+    while i < len(order):
+        batch = [order[i]]
+        i += 1
+        while i < len(order) and order[i].df <= SMALL_LIST and sum(s.df for s in batch) <= SMALL_LIST:
+            batch.append(order[i])
+            i += 1
+        lists = source.postings([s.term for s in batch])
+        work.rounds += 1
+        for s in batch:
+            ids, tfs, dls = lists.get(s.term, (np.empty(0, np.int64), np.empty(0), np.empty(0)))
+            if verify is not None and len(bad_ids):
+                keep = ~_in_sorted(bad_ids, ids)[0]
+                ids, tfs, dls = ids[keep], tfs[keep], dls[keep]
+            work.postings += len(ids)
+            work.full_terms += 1
+            acc_ids, acc = _accumulate(acc_ids, acc, ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b))
+        theta = threshold()
+        if rest_ub[i] < theta - EPS:
+            break
+
+    # 2. candidates that can still reach θ, refined with the block bounds of every
+    # remaining term; the best few are scored exactly first, which lifts θ
+    rest = order[i:]
+    if rest:
+        keep = acc + rest_ub[i] >= theta - EPS
+        cand_ids, cand = acc_ids[keep], acc[keep]
+        metas = source.block_meta([s.term for s in rest])
+        work.rounds += 1
+        rest = [s for s in rest if s.term in metas]
+        bubs = [idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b) for s in rest]
+        cache: list[dict[int, Postings]] = [{} for _ in rest]
+
+        def read(j: int, which: np.ndarray) -> None:
+            todo = np.array([w for w in which if int(w) not in cache[j]], dtype=np.int64)
+            if len(todo) == 0:
+                return
+            meta = metas[rest[j].term]
+            ids, tfs, dls = source.blocks(rest[j].term, meta, todo)
+            work.rounds += 1
+            work.blocks += len(todo)
+            work.postings += len(ids)
+            ends = np.cumsum(meta.n[todo])
+            for w, lo, hi in zip(todo, ends - meta.n[todo], ends):
+                cache[j][int(w)] = (ids[lo:hi], tfs[lo:hi], dls[lo:hi])
+
+        def contribution(j: int, ids_: np.ndarray, which: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(ids_), dtype=np.float64)
+            for w in which:
+                pids, tfs, dls = cache[j][int(w)]
+                hit, pos = _in_sorted(ids_, pids)
+                np.add.at(out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b))
+            return out
+
+        bounds = np.zeros((len(rest), len(cand_ids)))
+        for j, s in enumerate(rest):
+            bounds[j] = _block_bound(metas[s.term], bubs[j], cand_ids)[0]
+        total = cand + bounds.sum(axis=0)
+        alive = total >= theta - EPS
+        cand_ids, cand, bounds, total = cand_ids[alive], cand[alive], bounds[:, alive], total[alive]
+
+        if verify is None and len(cand_ids) > k:
+            seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[:k]])
+            exact = acc[np.searchsorted(acc_ids, seeds)].copy()
+            for j, s in enumerate(rest):
+                _, needed = _block_bound(metas[s.term], bubs[j], seeds)
+                which = np.flatnonzero(needed)
+                read(j, which)
+                exact += contribution(j, seeds, which)
+            theta = max(theta, _kth(exact, k))
+            alive = total >= theta - EPS
+            cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+
+        for j, s in enumerate(rest):
+            if len(cand_ids) == 0:
+                break
+            _, needed = _block_bound(metas[s.term], bubs[j], cand_ids)
+            which = np.flatnonzero(needed)
+            read(j, which)
+            cand = cand + contribution(j, cand_ids, which)
+            bounds[j] = 0.0
+            if verify is None:
+                theta = max(theta, _kth(cand, k))
+            alive = cand + bounds.sum(axis=0) >= theta - EPS
+            cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+        acc_ids, acc = cand_ids, cand
+    work.candidates = len(acc_ids)
+
+    if verify is not None and len(acc_ids):
+        # exact scores now: walk them best first and keep the first k that qualify
+        ranked = np.lexsort((acc_ids, -acc))
+        chosen: list[int] = []
+        step = max(4 * k, 256)
+        for start in range(0, len(ranked), step):
+            part = ranked[start : start + step]
+            ids = acc_ids[part]
+            known = _in_sorted(ok_ids, ids)[0]
+            bad = _in_sorted(bad_ids, ids)[0]
+            mask = known.copy()
+            todo = ~known & ~bad
+            if todo.any():
+                mask[todo] = np.asarray(verify(ids[todo]), dtype=bool)
+                work.verified += int(todo.sum())
+            chosen.extend(int(j) for j in part[mask])
+            if len(chosen) >= k:
+                break
+        sel = np.array(chosen[:k], dtype=np.int64)
+        return [(int(acc_ids[j]), float(acc[j])) for j in sel if acc[j] > 0]
+
+    order_idx = np.lexsort((acc_ids, -acc))[:k]
+    return [(int(acc_ids[j]), float(acc[j])) for j in order_idx if acc[j] > 0]

@@ -1,0 +1,329 @@
+"""Changing the BM25 index: postings added and removed, statistics kept equal to a recount.
+
+A transaction collects its BM25 changes in a :class:`Changes` while it writes documents
+and chunks (new chunks, chunks deleted, chunks moved to another ACL class), then applies
+them at once with :meth:`Changes.apply`: one statement locks and updates every affected
+``bm25_terms`` row in (term, class) order, then the blocks are written, then the class rows
+in class order. Every writer takes these locks in the same global order, after its
+document locks, so concurrent writers of one tenant wait for each other but do not
+deadlock, and the per-term work of a batch is one statement instead of one per document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from . import bm25_codec as codec
+
+COMPACT_AT = 8
+"""A list's small blocks are merged once it has this many."""
+MAX_TF = 32767
+"""Term frequencies are stored as smallint (a chunk is at most a few hundred tokens)."""
+
+_BLOCK_COPY = (
+    "COPY bm25_blocks (collection_id, tenant, term, class_id, first_id, last_id, n, max_tf, "
+    "min_dl, data) FROM STDIN (FORMAT BINARY)"
+)
+_BLOCK_TYPES = ["int4", "text", "text", "int8", "int8", "int8", "int4", "int4", "int4", "bytea"]
+_FORWARD = "SELECT id, bm25_class, terms, tfs, n_terms FROM chunks"
+
+
+@dataclass(frozen=True)
+class IndexedChunks:
+    """Chunks as the index sees them: ids, their distinct terms with frequencies, and dl."""
+
+    ids: Sequence[int]
+    terms: Sequence[Sequence[str]]
+    tfs: Sequence[Sequence[int]]
+    dls: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Any]) -> IndexedChunks:
+        """From forward-index rows ``(id, class, terms, tfs, dl)``."""
+        return cls(
+            [int(r[0]) for r in rows], [list(r[2]) for r in rows], [list(r[3]) for r in rows], [int(r[4]) for r in rows]
+        )
+
+
+def forward_index(terms: dict[str, int]) -> tuple[list[str], list[int]]:
+    """A chunk's forward-index columns: its distinct terms, sorted, and their tf."""
+    items = sorted(terms.items())
+    return [t for t, _ in items], [min(f, MAX_TF) for _, f in items]
+
+
+def forward_rows(conn: Any, *, document_ids: Sequence[int]) -> list[Any]:
+    """The indexed chunks of ``document_ids`` as ``(id, class, terms, tfs, dl)``."""
+    return conn.execute(
+        f"{_FORWARD} WHERE document_id = ANY(%s) AND bm25_class IS NOT NULL ORDER BY id",
+        (list(document_ids),),
+    ).fetchall()
+
+
+@dataclass
+class Changes:
+    """The BM25 changes of one transaction in one (collection, tenant)."""
+
+    collection_id: int
+    tenant: str
+    removed: list[Any] = field(default_factory=list)
+    """Forward-index rows ``(id, class, terms, tfs, dl)`` of chunks leaving their class."""
+    added: list[tuple[int, IndexedChunks]] = field(default_factory=list)
+    """(class, chunks) entering a class."""
+
+    def remove_documents(self, conn: Any, document_ids: Sequence[int]) -> list[Any]:
+        """Take the chunks of ``document_ids`` out (call before deleting or moving them)."""
+        rows = forward_rows(conn, document_ids=document_ids) if document_ids else []
+        self.removed.extend(rows)
+        return rows
+
+    def add(self, klass: int, chunks: IndexedChunks) -> None:
+        if len(chunks):
+            self.added.append((klass, chunks))
+
+    def apply(self, conn: Any) -> None:
+        """Write every collected change; then the collection is as if recounted."""
+        added_keys = {(i, k) for k, c in self.added for i in c.ids}
+        cancelled = {(int(r[0]), int(r[1])) for r in self.removed} & added_keys
+        removed = [r for r in self.removed if (int(r[0]), int(r[1])) not in cancelled]
+        added = []
+        for k, c in self.added:
+            keep = [j for j, i in enumerate(c.ids) if (i, k) not in cancelled]
+            if keep:
+                added.append((k, _subset(c, keep)))
+        self.removed, self.added = [], []
+        if removed or added:
+            _apply(conn, self.collection_id, self.tenant, removed, added)
+
+
+def _subset(c: IndexedChunks, keep: list[int]) -> IndexedChunks:
+    if len(keep) == len(c.ids):
+        return c
+    return IndexedChunks(
+        [c.ids[j] for j in keep], [c.terms[j] for j in keep], [c.tfs[j] for j in keep], [c.dls[j] for j in keep]
+    )
+
+
+def _postings(chunks: IndexedChunks) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks' postings sorted by (term, chunk id): vocabulary, list starts, ids, tf, dl."""
+    vocab: dict[str, int] = {}
+    flat = list(chain.from_iterable(chunks.terms))
+    t_idx = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+    lens = np.fromiter((len(t) for t in chunks.terms), dtype=np.int64, count=len(chunks))
+    ids = np.repeat(np.asarray(chunks.ids, dtype=np.int64), lens)
+    dls = np.repeat(np.asarray(chunks.dls, dtype=np.int64), lens)
+    tfs = np.fromiter(chain.from_iterable(chunks.tfs), dtype=np.int64, count=len(flat))
+    order = np.lexsort((ids, t_idx))
+    t_idx, ids, tfs, dls = t_idx[order], ids[order], tfs[order], dls[order]
+    starts = np.flatnonzero(np.diff(t_idx, prepend=-1))
+    names = list(vocab)
+    return [names[i] for i in t_idx[starts]], starts, ids, tfs, dls
+
+
+def _copy_blocks(conn: Any, collection_id: int, tenant: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    if not rows:
+        return
+    with conn.cursor() as cur, cur.copy(_BLOCK_COPY) as cp:
+        cp.set_types(_BLOCK_TYPES)
+        for r in rows:
+            cp.write_row((collection_id, tenant, *r))
+
+
+@dataclass
+class _TermDelta:
+    df: int = 0
+    max_tf: int = 0
+    min_dl: int = 2**31 - 1
+    span: int = 0
+    small: int = 0
+
+
+def _apply(
+    conn: Any,
+    collection_id: int,
+    tenant: str,
+    removed: Sequence[Any],
+    added: Sequence[tuple[int, IndexedChunks]],
+) -> None:
+    deltas: dict[tuple[str, int], _TermDelta] = {}
+    per_class: dict[int, list[int]] = {}
+    # additions: encode the new blocks first (their bounds go into the term rows)
+    new_blocks: list[tuple[Any, ...]] = []
+    for klass, chunks in added:
+        c = per_class.setdefault(klass, [0, 0])
+        c[0] += len(chunks)
+        c[1] += int(sum(chunks.dls))
+        if not any(len(t) for t in chunks.terms):
+            continue
+        names, starts, ids, tfs, dls = _postings(chunks)
+        for lst, first, last, n, mt, md, data in codec.encode_lists(starts, ids, tfs, dls):
+            new_blocks.append((names[lst], klass, first, last, n, mt, md, data))
+            d = deltas.setdefault((names[lst], klass), _TermDelta())
+            d.df += n
+            d.max_tf, d.min_dl = max(d.max_tf, mt), min(d.min_dl, md)
+            d.span = max(d.span, last - first)
+            d.small += n < codec.SMALL_BLOCK
+    # removals: the lists each removed chunk leaves
+    leaving: dict[tuple[str, int], list[int]] = {}
+    for cid, klass, terms, _tfs, dl in removed:
+        c = per_class.setdefault(int(klass), [0, 0])
+        c[0] -= 1
+        c[1] -= int(dl)
+        for t in terms:
+            leaving.setdefault((t, int(klass)), []).append(int(cid))
+            deltas.setdefault((t, int(klass)), _TermDelta()).df -= 1
+    if deltas:
+        keys = sorted(deltas)
+        rows = conn.execute(
+            "INSERT INTO bm25_terms AS t (collection_id, tenant, term, class_id, df, max_tf, min_dl, "
+            "max_span, small_blocks) "
+            "SELECT %s, %s, u.term, u.cls, u.df, u.max_tf, u.min_dl, u.span, u.small FROM "
+            "unnest(%s::text[], %s::int8[], %s::int[], %s::int[], %s::int[], %s::int8[], %s::int[]) "
+            "AS u(term, cls, df, max_tf, min_dl, span, small) ORDER BY u.term, u.cls "
+            "ON CONFLICT (collection_id, tenant, term, class_id) DO UPDATE SET "
+            "df = t.df + EXCLUDED.df, max_tf = greatest(t.max_tf, EXCLUDED.max_tf), "
+            "min_dl = least(t.min_dl, EXCLUDED.min_dl), max_span = greatest(t.max_span, EXCLUDED.max_span), "
+            "small_blocks = t.small_blocks + EXCLUDED.small_blocks "
+            "RETURNING term, class_id, small_blocks, max_span",
+            (
+                collection_id,
+                tenant,
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                [deltas[k].df for k in keys],
+                [deltas[k].max_tf for k in keys],
+                [deltas[k].min_dl for k in keys],
+                [deltas[k].span for k in keys],
+                [deltas[k].small for k in keys],
+            ),
+        ).fetchall()
+        spans = {(r[0], int(r[1])): int(r[3]) for r in rows}
+        small = {(r[0], int(r[1])): int(r[2]) for r in rows}
+        # the term rows are locked now: their lists can change
+        if leaving:
+            small_fix = _remove_postings(conn, collection_id, tenant, leaving, spans)
+            for k, v in small_fix.items():
+                small[k] += v
+        _copy_blocks(conn, collection_id, tenant, new_blocks)
+        if leaving:
+            fix = sorted(leaving)
+            conn.execute(
+                "UPDATE bm25_terms t SET small_blocks = u.small FROM unnest(%s::text[], %s::int8[], %s::int[]) "
+                "AS u(term, cls, small) WHERE t.collection_id = %s AND t.tenant = %s AND t.term = u.term "
+                "AND t.class_id = u.cls AND t.small_blocks <> u.small",
+                ([k[0] for k in fix], [k[1] for k in fix], [small[k] for k in fix], collection_id, tenant),
+            )
+            conn.execute(
+                "DELETE FROM bm25_terms t USING unnest(%s::text[], %s::int8[]) AS u(term, cls) "
+                "WHERE t.collection_id = %s AND t.tenant = %s AND t.term = u.term AND t.class_id = u.cls "
+                "AND t.df <= 0",
+                ([k[0] for k in fix], [k[1] for k in fix], collection_id, tenant),
+            )
+        crowded = sorted(k for k, s in small.items() if s >= COMPACT_AT)
+        if crowded:
+            _compact(conn, collection_id, tenant, crowded)
+    for klass in sorted(per_class):
+        n, dl = per_class[klass]
+        if n or dl:
+            conn.execute(
+                "UPDATE bm25_classes SET n_chunks = n_chunks + %s, sum_dl = sum_dl + %s "
+                "WHERE collection_id = %s AND tenant = %s AND class_id = %s",
+                (n, dl, collection_id, tenant, klass),
+            )
+
+
+def _remove_postings(
+    conn: Any,
+    collection_id: int,
+    tenant: str,
+    leaving: dict[tuple[str, int], list[int]],
+    spans: dict[tuple[str, int], int],
+) -> dict[tuple[str, int], int]:
+    """Rewrite the blocks holding the leaving chunks; returns the change in small blocks."""
+    keys = sorted(leaving)
+    found = conn.execute(
+        # a block holding chunk x has first_id <= x <= last_id and last_id - first_id <= span
+        "SELECT b.term, b.class_id, b.first_id, b.n, b.data FROM "
+        "unnest(%s::text[], %s::int8[], %s::int8[], %s::int8[], %s::int8[]) AS u(term, cls, lo, hi, span) "
+        "JOIN bm25_blocks b ON b.collection_id = %s AND b.tenant = %s AND b.term = u.term "
+        "AND b.class_id = u.cls AND b.first_id BETWEEN u.lo - u.span AND u.hi AND b.last_id >= u.lo",
+        (
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [min(leaving[k]) for k in keys],
+            [max(leaving[k]) for k in keys],
+            [spans.get(k, 0) for k in keys],
+            collection_id,
+            tenant,
+        ),
+    ).fetchall()
+    gone: list[tuple[str, int, int]] = []
+    new: list[tuple[Any, ...]] = []
+    small_delta: dict[tuple[str, int], int] = {}
+    for term, klass, first, n, data in found:
+        key = (term, int(klass))
+        ids, tfs, dls = codec.decode_block(data)
+        keep = ~np.isin(ids, leaving[key])
+        if keep.all():
+            continue
+        gone.append((term, int(klass), int(first)))
+        small_delta[key] = small_delta.get(key, 0) - (n < codec.SMALL_BLOCK)
+        if keep.any():
+            for b in codec.cut_blocks(ids[keep], tfs[keep], dls[keep]):
+                new.append((term, int(klass), *b))
+                small_delta[key] += b[2] < codec.SMALL_BLOCK
+    if gone:
+        conn.execute(
+            "DELETE FROM bm25_blocks b USING unnest(%s::text[], %s::int8[], %s::int8[]) AS u(term, cls, first) "
+            "WHERE b.collection_id = %s AND b.tenant = %s AND b.term = u.term AND b.class_id = u.cls "
+            "AND b.first_id = u.first",
+            ([g[0] for g in gone], [g[1] for g in gone], [g[2] for g in gone], collection_id, tenant),
+        )
+    _copy_blocks(conn, collection_id, tenant, new)
+    return small_delta
+
+
+def _compact(conn: Any, collection_id: int, tenant: str, keys: Sequence[tuple[str, int]]) -> None:
+    """Merge the small blocks of each (term, class) list in ``keys`` (rows locked)."""
+    rows = conn.execute(
+        "DELETE FROM bm25_blocks b USING unnest(%s::text[], %s::int8[]) AS u(term, cls) "
+        "WHERE b.collection_id = %s AND b.tenant = %s AND b.term = u.term AND b.class_id = u.cls "
+        "AND b.n < %s RETURNING b.term, b.class_id, b.data",
+        ([k[0] for k in keys], [k[1] for k in keys], collection_id, tenant, codec.SMALL_BLOCK),
+    ).fetchall()
+    by_list: dict[tuple[str, int], list[bytes]] = {}
+    for term, klass, data in rows:
+        by_list.setdefault((term, int(klass)), []).append(data)
+    new: list[tuple[Any, ...]] = []
+    small: dict[tuple[str, int], int] = {}
+    span: dict[tuple[str, int], int] = {}
+    for key, datas in by_list.items():
+        ids, tfs, dls = codec.decode_blocks(datas)
+        order = np.argsort(ids, kind="stable")
+        for first, last, n, mt, md, data in codec.cut_blocks(ids[order], tfs[order], dls[order]):
+            new.append((key[0], key[1], first, last, n, mt, md, data))
+            small[key] = small.get(key, 0) + (n < codec.SMALL_BLOCK)
+            span[key] = max(span.get(key, 0), last - first)
+    _copy_blocks(conn, collection_id, tenant, new)
+    if by_list:
+        ks = sorted(by_list)
+        conn.execute(
+            "UPDATE bm25_terms t SET small_blocks = u.small, max_span = greatest(t.max_span, u.span) "
+            "FROM unnest(%s::text[], %s::int8[], %s::int[], %s::int8[]) AS u(term, cls, small, span) "
+            "WHERE t.collection_id = %s AND t.tenant = %s AND t.term = u.term AND t.class_id = u.cls",
+            (
+                [k[0] for k in ks],
+                [k[1] for k in ks],
+                [small.get(k, 0) for k in ks],
+                [span.get(k, 0) for k in ks],
+                collection_id,
+                tenant,
+            ),
+        )
