@@ -148,6 +148,61 @@ class Index(BindingMixin, TracingMixin):
         self._record_outcome(owner.tenant, report)
         return report
 
+    def ingest_vectors(
+        self,
+        records: Iterable[Mapping[str, Any]] | Sequence[Mapping[str, Any]],
+        *,
+        tenant: str = "default",
+        groups: Iterable[str] | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[..., None] | None = None,
+    ) -> Any:
+        """Ingest documents whose chunks and vectors you made yourself (the record format is
+        in :mod:`ragline.ingest.vectors`). A list is validated whole before anything is
+        written; an iterator batch by batch. Loading into an empty collection builds the
+        vector index once at the end instead of row by row."""
+        from .ingest.vectors import VectorIngestor, records_of
+        from .store.collections import deferred_vector_index
+        from .store.filters import validate_principal
+
+        owner = validate_principal(_principal(tenant, groups))
+        self._refresh()
+        if self.collection is None:
+            raise ConfigError(
+                "precomputed vectors need the embedder that made them (queries are embedded "
+                "by it): set --embedder / RAGLINE_EMBEDDER (minilm, e5, onnx:DIR, "
+                "openai:MODEL@URL) for a new collection"
+            )
+        docs: Iterable[Any] = records_of(records, self.collection.dim)
+        if isinstance(records, Sequence):
+            docs = list(docs)
+        ingestor = VectorIngestor(
+            self.db,
+            self.collection,
+            analyzer=self.analyzer,
+            count_tokens=self.embedder.count_tokens,
+            batch_chunks=max(self.settings.ingest_batch_chunks, 1),
+            keep_versions=self.settings.keep_versions,
+            metadata=metadata,
+            on_progress=on_progress,
+        )
+        with deferred_vector_index(self.db, self.collection):
+            report = ingestor.ingest(docs, owner=owner)
+        self._record_outcome(owner.tenant, report)
+        return report
+
+    def ingest_vectors_file(self, path: str | Path, **kwargs: Any) -> Any:
+        """:meth:`ingest_vectors` of a JSON Lines file, validated whole first (a bad line
+        writes nothing and names its line)."""
+        from .ingest.vectors import check_file, read_jsonl, validate
+
+        self._refresh()
+        if self.collection is None:
+            return self.ingest_vectors([], **kwargs)  # says what is missing
+        check_file(Path(path), self.collection.dim)
+        docs = (d for d in validate(read_jsonl(Path(path)), self.collection.dim))
+        return self.ingest_vectors(docs, **kwargs)
+
     def _record_outcome(self, tenant: str, report: Any) -> None:
         if self.collection is None:
             return

@@ -196,10 +196,19 @@ _progress = click.option(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @_tenant
 @_groups
 @_meta
+@click.option(
+    "--vectors",
+    "vectors_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Ingest chunks with precomputed vectors from a JSON Lines file (one document per "
+    "line: key, title, chunks[{text, vector}], …); the whole file is validated first. The "
+    "vectors must come from the collection's embedder (--embedder / RAGLINE_EMBEDDER).",
+)
 @click.option(
     "--pdf-password",
     default=None,
@@ -216,6 +225,7 @@ def ingest(
     tenant: str,
     groups: str,
     meta: tuple[str, ...],
+    vectors_file: Path | None,
     pdf_password: str | None,
     chunking: str | None,
     as_json: bool,
@@ -225,6 +235,18 @@ def ingest(
     import os
 
     from ..ingest.sources import iter_files
+
+    if vectors_file is not None:
+        if paths:
+            raise click.UsageError("give either PATHS or --vectors FILE, not both")
+        index = obj.index(**_chunking_overrides(chunking))
+        report = index.ingest_vectors_file(
+            vectors_file, tenant=tenant, groups=groups, metadata=_meta_dict(meta)
+        )
+        _print_report(report, as_json)
+        sys.exit(EXIT_FAILURES if report.failed else 0)
+    if not paths:
+        raise click.UsageError("give the files or folders to ingest (or --vectors FILE)")
 
     if pdf_password is not None:
         os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it

@@ -8,6 +8,8 @@ different dimensions share one ``chunks`` table.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,12 +88,7 @@ def ensure_collection(
                 (name, embedder, dim, analyzer, chunker),
             ).fetchone()
             col = _row(r)
-            conn.execute(
-                f"CREATE INDEX {col.hnsw_index} ON chunks USING hnsw "
-                f"((embedding::vector({dim})) vector_cosine_ops) "
-                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-                f"WHERE collection_id = {col.id}"
-            )
+            conn.execute(vector_index_sql(col))
             return col
         col = _row(r)
     if col.embedder != embedder or col.dim != dim:
@@ -107,3 +104,76 @@ def ensure_collection(
             "(--collection NAME) or delete the old one"
         )
     return col
+
+
+def vector_index_sql(col: Collection, *, concurrently: bool = False) -> str:
+    """The collection's partial HNSW index (cosine, m=16, ef_construction=64)."""
+    how = "CONCURRENTLY IF NOT EXISTS" if concurrently else "IF NOT EXISTS"
+    return (
+        f"CREATE INDEX {how} {col.hnsw_index} ON chunks USING hnsw "
+        f"((embedding::vector({col.dim})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE collection_id = {col.id}"
+    )
+
+
+def build_memory_bytes(n_vectors: int, dim: int) -> int:
+    """``maintenance_work_mem`` for building an HNSW graph of ``n_vectors`` in memory
+    (pgvector spills to a much slower on-disk build when it does not fit): the vectors,
+    two layers of neighbour lists and slack, capped at a quarter of the machine's RAM."""
+    import os
+
+    need = int(n_vectors * (dim * 4 + HNSW_M * 2 * 8 * 2 + 128) * 1.3) + (64 << 20)
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        ram = 4 << 30
+    return max(64 << 20, min(need, ram // 4))
+
+
+def has_vector_index(db: Database, col: Collection) -> bool:
+    with db.connection() as conn:
+        r = conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+            (col.hnsw_index,),
+        ).fetchone()
+    return r is not None
+
+
+def build_vector_index(db: Database, col: Collection, *, workers: int | None = None) -> None:
+    """(Re)build the collection's HNSW index with memory sized for it, without blocking
+    writers of other collections (CONCURRENTLY)."""
+    import os
+
+    with db.connection() as conn:
+        n = conn.execute(
+            "SELECT count(*) FROM chunks WHERE collection_id = %s AND embedding IS NOT NULL", (col.id,)
+        ).fetchone()[0]
+        conn.commit()
+        conn.autocommit = True
+        try:
+            mem_mb = build_memory_bytes(int(n), col.dim) >> 20
+            conn.execute(f"SET maintenance_work_mem = '{mem_mb}MB'")
+            par = workers if workers is not None else max(0, min(3, (os.cpu_count() or 1) - 1))
+            conn.execute(f"SET max_parallel_maintenance_workers = {int(par)}")
+            conn.execute(vector_index_sql(col, concurrently=True))
+        finally:
+            conn.autocommit = False
+
+
+@contextmanager
+def deferred_vector_index(db: Database, col: Collection) -> Iterator[None]:
+    """Loading into an empty collection: drop its vector index for the load and build it
+    once at the end (even when the load fails part-way, so the index is never left out).
+    A collection that holds chunks keeps its index, updated row by row."""
+    with db.connection() as conn:
+        empty = conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE collection_id = %s)", (col.id,)
+        ).fetchone()[0]
+        if empty:
+            conn.execute(f"DROP INDEX IF EXISTS {col.hnsw_index}")
+    try:
+        yield
+    finally:
+        if empty or not has_vector_index(db, col):
+            build_vector_index(db, col)
