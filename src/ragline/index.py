@@ -186,8 +186,10 @@ class Index(BindingMixin, TracingMixin):
             metadata=metadata,
             on_progress=on_progress,
         )
-        with deferred_vector_index(self.db, self.collection):
+        with deferred_vector_index(self.db, self.collection) as build:
             report = ingestor.ingest(docs, owner=owner)
+        report.vector_index_seconds = build["seconds"]
+        report.seconds += build["seconds"]
         self._record_outcome(owner.tenant, report)
         return report
 

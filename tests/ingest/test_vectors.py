@@ -144,3 +144,22 @@ def test_ingest_vectors_needs_the_embedder_that_made_them(pg_url, schema):
     with pytest.raises(Exception, match="need the embedder that made them"):
         idx.ingest_vectors([{"key": "a", "chunks": [{"text": "x", "vector": [1.0]}]}])
     idx.close()
+
+
+def test_record_groups_override_the_call_and_regroup_without_rewriting(fake_index):
+    emb = fake_index.embedder
+    recs = [
+        _record("open", ["the lobby opens at nine"], emb),
+        _record("secret", ["the lobby code is 4471"], emb, groups=["security"]),
+    ]
+    fake_index.ingest_vectors(recs, tenant="t")
+    assert [h.doc_key for h in fake_index.search("lobby", tenant="t", mode="bm25")] == ["open"]
+    both = fake_index.search("lobby", tenant="t", groups=["security"], mode="bm25")
+    assert sorted(h.doc_key for h in both) == ["open", "secret"]
+    recs[1]["groups"] = ["facilities"]
+    again = fake_index.ingest_vectors(recs, tenant="t")
+    assert again.updated == ["secret"] and again.unchanged == ["open"]
+    assert not [h for h in fake_index.search("lobby", tenant="t", groups=["security"], mode="bm25") if h.doc_key == "secret"]
+    assert fake_index.documents(tenant="t")[1].version == 1  # regrouped in place
+    with fake_index.db.connection() as conn:
+        assert check(conn, fake_index.collection.id) == []

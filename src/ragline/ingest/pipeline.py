@@ -58,6 +58,8 @@ class IngestReport:
     embedded: int = 0
     cached: int = 0
     seconds: float = 0.0
+    vector_index_seconds: float = 0.0
+    """Of ``seconds``: building the vector index after a load into an empty collection."""
 
     @property
     def ok(self) -> bool:
@@ -218,7 +220,8 @@ class Ingestor:
 
         pending: list[_Pending] = []
         n_pending = 0
-        with ParsePool(**self.parse_options) as pool:
+        writer = _Writer(self, owner, groups, report)
+        with writer, ParsePool(**self.parse_options) as pool:
             for (src, is_update), parsed in pool.imap(to_parse()):
                 try:
                     if isinstance(parsed, Exception):
@@ -241,20 +244,16 @@ class Ingestor:
                 pending.append(_Pending(src, parsed, chunks, is_update))
                 n_pending += len(chunks)
                 if n_pending >= self.batch_chunks:
-                    self._flush(pending, owner, groups, report)
+                    writer.put(pending, self._embed(pending, report))
                     pending, n_pending = [], 0
-        if pending:
-            self._flush(pending, owner, groups, report)
+            if pending:
+                writer.put(pending, self._embed(pending, report))
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _flush(
-        self,
-        pending: Sequence[_Pending],
-        owner: Principal,
-        groups: Sequence[str],
-        report: IngestReport,
-    ) -> None:
+    def _embed(self, pending: Sequence[_Pending], report: IngestReport) -> dict[str, Any] | None:
+        """Vectors of the batch's chunk texts by text hash (cache first, then the model);
+        None (the batch failed, recorded) when embedding failed."""
         texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
         try:
             vectors = cached_embeddings(self.db, self.embedder.model_id, texts)
@@ -271,7 +270,18 @@ class Ingestor:
                 report.failed.append(
                     Failure(p.source.source_uri, f"embedding failed: {exc}", type(exc).__name__)
                 )
-            return
+            return None
+        return vectors
+
+    def _store(
+        self,
+        pending: Sequence[_Pending],
+        vectors: dict[str, Any],
+        owner: Principal,
+        groups: Sequence[str],
+        report: IngestReport,
+    ) -> None:
+        """Analyze and write one embedded batch (the writer thread runs this)."""
         writes: list[DocumentWrite] = []
         for p in pending:
             meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
@@ -320,6 +330,43 @@ class Ingestor:
             pages = len({c.page for c in p.chunks if c.page is not None}) or 1
             report.pages += pages
             self.on_progress(p.source.doc_key, len(w.chunks), pages)
+
+
+class _Writer:
+    """Stores embedded batches in a thread of its own, so the next batch is parsed and
+    embedded (the model releases the GIL) while this one is analyzed and written; at most
+    one batch waits. Leaving the block waits for the last write."""
+
+    def __init__(self, ingestor: Ingestor, owner: Principal, groups: Sequence[str], report: IngestReport) -> None:
+        import queue
+        import threading
+
+        self.ingestor, self.owner, self.groups, self.report = ingestor, owner, groups, report
+        self._q: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._run, name="ragline-writer", daemon=True)
+
+    def __enter__(self) -> _Writer:
+        self._thread.start()
+        return self
+
+    def put(self, pending: Sequence[_Pending], vectors: dict[str, Any] | None) -> None:
+        if vectors is not None:
+            self._q.put((list(pending), vectors))
+
+    def _run(self) -> None:
+        while (item := self._q.get()) is not None:
+            pending, vectors = item
+            try:
+                self.ingestor._store(pending, vectors, self.owner, self.groups, self.report)
+            except Exception as exc:  # never lose a batch silently
+                for p in pending:
+                    self.report.failed.append(
+                        Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
+                    )
+
+    def __exit__(self, *exc: Any) -> None:
+        self._q.put(None)
+        self._thread.join()
 
 
 def backfill_embeddings(

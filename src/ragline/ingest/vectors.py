@@ -4,12 +4,14 @@ Each record is one document with its chunks, each chunk its text and its vector:
 
     {"key": "kb-1042", "title": "Resetting the router", "source": "https://…",
      "metadata": {"product": "X-570"}, "language": "en", "modified": "2024-06-18",
+     "groups": ["support"],
      "chunks": [{"text": "Hold the reset button …", "vector": [0.013, …],
                  "heading_path": ["Setup", "Reset"], "page": 3}]}
 
 (``ragline ingest --vectors FILE`` reads one record per line, JSON Lines.) The vectors
 must come from the model the collection queries with (its embedder: the query is embedded
-by it), so their dimension must be the collection's. BM25 terms, ACL and statistics are
+by it), so their dimension must be the collection's. ``groups`` (who may read the
+document) overrides the groups the call ingests with, so one file can carry its ACLs. BM25 terms, ACL and statistics are
 made here as for any ingest; a record whose content did not change is skipped.
 
 Validation is strict and happens before anything is written: a wrong dimension, a NaN or
@@ -34,7 +36,7 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.types import Chunk, Principal
 
-KNOWN_FIELDS = {"key", "title", "source", "metadata", "language", "modified", "chunks"}
+KNOWN_FIELDS = {"key", "title", "source", "metadata", "language", "modified", "chunks", "groups"}
 CHUNK_FIELDS = {"text", "vector", "heading_path", "page", "header"}
 
 
@@ -60,6 +62,7 @@ class VectorDocument:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     language: str | None = None
     modified: datetime | None = None
+    groups: tuple[str, ...] | None = None
 
     @property
     def content_hash(self) -> str:
@@ -145,6 +148,11 @@ def parse_record(obj: Any, dim: int, where: str) -> VectorDocument:
             raise _fail(where, f"'modified' is not an ISO date or time: {modified!r}") from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
+    groups = obj.get("groups")
+    if groups is not None:
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
+            raise _fail(where, "'groups' must be a list of non-empty strings")
+        groups = tuple(sorted(set(groups)))
     lang = obj.get("language")
     if lang is not None and (not isinstance(lang, str) or not lang.strip()):
         raise _fail(where, "'language' must be a language code such as 'en'")
@@ -156,6 +164,7 @@ def parse_record(obj: Any, dim: int, where: str) -> VectorDocument:
         metadata=meta,
         language=lang.strip().lower() if lang else None,
         modified=when,
+        groups=groups,
     )
 
 
@@ -218,7 +227,7 @@ class VectorIngestor:
         self.on_progress = on_progress or (lambda *_a: None)
 
     def ingest(self, docs: Iterable[VectorDocument], *, owner: Principal) -> Any:
-        from ..store.documents import list_documents
+        from ..store.documents import list_documents, update_groups
         from .pipeline import IngestReport
 
         report = IngestReport()
@@ -227,23 +236,28 @@ class VectorIngestor:
             d.doc_key: (d.content_hash, tuple(d.groups))
             for d in list_documents(self.db, self.collection, owner.tenant)
         }
-        groups = tuple(sorted(set(owner.groups)))
+        default_groups = tuple(sorted(set(owner.groups)))
         batch: list[tuple[VectorDocument, bool]] = []
         n = 0
         for doc in docs:
             old = existing.get(doc.key)
             digest = doc.content_hash
-            if old is not None and old == (digest, groups):
-                report.unchanged.append(doc.key)
+            groups = doc.groups if doc.groups is not None else default_groups
+            if old is not None and old[0] == digest:
+                if old[1] == groups:
+                    report.unchanged.append(doc.key)
+                else:  # same content, new readers: no re-indexing
+                    update_groups(self.db, self.collection, owner.tenant, doc.key, groups)
+                    report.updated.append(doc.key)
                 self.on_progress(doc.key, 0)
                 continue
             batch.append((doc, old is not None))
             n += len(doc.chunks)
             if n >= self.batch_chunks:
-                self._write(batch, owner, groups, report)
+                self._write(batch, owner, default_groups, report)
                 batch, n = [], 0
         if batch:
-            self._write(batch, owner, groups, report)
+            self._write(batch, owner, default_groups, report)
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -293,7 +307,7 @@ class VectorIngestor:
                     media_type="application/x-ragline-vectors",
                     content_hash=doc.content_hash,
                     tenant=owner.tenant,
-                    groups=groups,
+                    groups=doc.groups if doc.groups is not None else groups,
                     metadata=meta,
                     chunks=prepared,
                     modified_at=doc.modified,

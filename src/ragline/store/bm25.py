@@ -145,17 +145,27 @@ def search(
     if not uniq or k <= 0:
         return []
     acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
+    cur = "" if include_history else " AND is_current"
     with db.connection() as conn:
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        classes, n_docs, sum_dl = visible_classes(conn, collection.id, principal, include_history)
+        # one snapshot for every statement of the search; BEGIN, SET and the statistics go
+        # to the server in one round trip
+        with conn.pipeline():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            rows = conn.execute(
+                "WITH cls AS (SELECT class_id, n_chunks, sum_dl FROM bm25_classes WHERE collection_id = %(cid)s "
+                "AND tenant = %(tenant)s AND (groups = '{}'::text[] OR groups && %(groups)s::text[])"
+                f"{cur}) "
+                "SELECT NULL::text, sum(n_chunks), sum(sum_dl), NULL::int, array_agg(class_id) FROM cls "
+                "UNION ALL SELECT t.term, sum(t.df), max(t.max_tf), min(t.min_dl), NULL FROM bm25_terms t "
+                "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
+                "AND t.class_id IN (SELECT class_id FROM cls) GROUP BY t.term",
+                {"cid": collection.id, "tenant": principal.tenant, "groups": list(principal.groups), "terms": uniq},
+            ).fetchall()
+        head = next(r for r in rows if r[0] is None)
+        classes, n_docs, sum_dl = [int(c) for c in head[4] or ()], int(head[1] or 0), int(head[2] or 0)
         if not classes or n_docs <= 0:
             return []
-        rows = conn.execute(
-            "SELECT term, sum(df), max(max_tf), min(min_dl) FROM bm25_terms WHERE collection_id = %s "
-            "AND tenant = %s AND term = ANY(%s) AND class_id = ANY(%s) GROUP BY term",
-            (collection.id, principal.tenant, uniq, classes),
-        ).fetchall()
-        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
+        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows if r[0] is not None]
         verify = None
         if filters is not None:
             verify = _filter_check(conn, collection.id, acl, acl_params)

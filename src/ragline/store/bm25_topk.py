@@ -268,10 +268,14 @@ def top_k(
 
         def contribution(j: int, ids_: np.ndarray, which: np.ndarray) -> np.ndarray:
             out = np.zeros(len(ids_), dtype=np.float64)
-            for w in which:
-                pids, tfs, dls = cache[j][int(w)]
-                hit, pos = _in_sorted(ids_, pids)
-                np.add.at(out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b))
+            if len(which) == 0:
+                return out
+            parts = [cache[j][int(w)] for w in which]
+            pids = np.concatenate([p[0] for p in parts])
+            tfs = np.concatenate([p[1] for p in parts])
+            dls = np.concatenate([p[2] for p in parts])
+            hit, pos = _in_sorted(ids_, pids)
+            np.add.at(out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b))
             return out
 
         bounds = np.zeros((len(rest), len(cand_ids)))

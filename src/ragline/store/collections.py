@@ -162,18 +162,24 @@ def build_vector_index(db: Database, col: Collection, *, workers: int | None = N
 
 
 @contextmanager
-def deferred_vector_index(db: Database, col: Collection) -> Iterator[None]:
+def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, float]]:
     """Loading into an empty collection: drop its vector index for the load and build it
     once at the end (even when the load fails part-way, so the index is never left out).
-    A collection that holds chunks keeps its index, updated row by row."""
+    A collection that holds chunks keeps its index, updated row by row. Yields a dict
+    whose ``seconds`` is the build time, once the block has ended."""
+    import time
+
     with db.connection() as conn:
         empty = conn.execute(
             "SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE collection_id = %s)", (col.id,)
         ).fetchone()[0]
         if empty:
             conn.execute(f"DROP INDEX IF EXISTS {col.hnsw_index}")
+    timing = {"seconds": 0.0}
     try:
-        yield
+        yield timing
     finally:
         if empty or not has_vector_index(db, col):
+            t = time.perf_counter()
             build_vector_index(db, col)
+            timing["seconds"] = time.perf_counter() - t

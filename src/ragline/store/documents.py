@@ -567,6 +567,9 @@ def purge_document(
             "DELETE FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
             (collection.embedder, hashes),
         ).rowcount
+        # report this transaction's dead rows at commit, so the VACUUM below sees them
+        # counted (statistics are otherwise flushed up to a second later)
+        conn.execute("SELECT pg_stat_force_next_flush()")
     if docs:
         with db.connection() as conn:
             conn.autocommit = True
