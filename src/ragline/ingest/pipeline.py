@@ -23,7 +23,6 @@ from ..core.types import Chunk, ParsedDocument, Principal
 from ..store.collections import Collection
 from ..store.db import Database
 from ..store.documents import (
-    DocumentWrite,
     PreparedChunk,
     cached_embeddings,
     chunks_without_embeddings,
@@ -32,8 +31,8 @@ from ..store.documents import (
     set_embeddings,
     store_embeddings,
     update_groups,
-    write_documents,
 )
+from ..store.writes import DocumentWrite, write_documents
 from .sources import Skipped, Source
 
 EMBED_BATCH_CHUNKS = 256  # chunks embedded together: longest-first batches of 32 pad little

@@ -213,7 +213,7 @@ class VectorIngestor:
         collection: Any,
         *,
         analyzer: Any,
-        count_tokens: Callable[[str], int],
+        count_tokens: Callable[[Sequence[str]], list[int]],
         batch_chunks: int,
         keep_versions: int = 0,
         metadata: Mapping[str, Any] | None = None,
@@ -269,10 +269,16 @@ class VectorIngestor:
         report: Any,
     ) -> None:
         from ..analysis.language import detect_language
-        from ..store.documents import DocumentWrite, PreparedChunk, write_documents
+        from ..store.documents import PreparedChunk
+        from ..store.writes import DocumentWrite, write_documents
         from .pipeline import Failure, text_hash
 
         writes = []
+        counts = iter(
+            self.count_tokens(
+                [c.header + "\n\n" + c.text if c.header else c.text for d, _ in batch for c in d.chunks]
+            )
+        )
         for doc, _ in batch:
             text = "\n\n".join(c.text for c in doc.chunks)
             language = doc.language or detect_language(text[:4000]).code
@@ -287,7 +293,7 @@ class VectorIngestor:
                     char_end=pos + len(c.text),
                     heading_path=c.heading_path,
                     header=c.header,
-                    token_count=self.count_tokens(c.header + "\n\n" + c.text if c.header else c.text),
+                    token_count=next(counts),
                     page=c.page,
                 )
                 pos += len(c.text) + 2

@@ -93,14 +93,27 @@ class Changes:
         added_keys = {(i, k) for k, c in self.added for i in c.ids}
         cancelled = {(int(r[0]), int(r[1])) for r in self.removed} & added_keys
         removed = [r for r in self.removed if (int(r[0]), int(r[1])) not in cancelled]
-        added = []
+        by_class: dict[int, list[IndexedChunks]] = {}
         for k, c in self.added:
             keep = [j for j, i in enumerate(c.ids) if (i, k) not in cancelled]
             if keep:
-                added.append((k, _subset(c, keep)))
+                by_class.setdefault(k, []).append(_subset(c, keep))
+        # one list per (term, class) for the whole transaction, not one per document
+        added = [(k, _concat(parts)) for k, parts in sorted(by_class.items())]
         self.removed, self.added = [], []
         if removed or added:
             _apply(conn, self.collection_id, self.tenant, removed, added)
+
+
+def _concat(parts: Sequence[IndexedChunks]) -> IndexedChunks:
+    if len(parts) == 1:
+        return parts[0]
+    return IndexedChunks(
+        [i for p in parts for i in p.ids],
+        [t for p in parts for t in p.terms],
+        [f for p in parts for f in p.tfs],
+        [d for p in parts for d in p.dls],
+    )
 
 
 def _subset(c: IndexedChunks, keep: list[int]) -> IndexedChunks:

@@ -94,11 +94,19 @@ def vector_search(
     dim = collection.dim
     params = {"cid": collection.id, "q": query_vector, "k": k, "cap": exact_below, **acl_params}
     with db.connection() as conn:
-        permitted = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.collection_id = %(cid)s AND {acl} "
-            "LIMIT %(cap)s) s",
-            params,
-        ).fetchone()[0]
+        if filters is None:  # the ACL classes know how many chunks the caller may read
+            permitted = conn.execute(
+                "SELECT coalesce(sum(n_chunks), 0) FROM bm25_classes WHERE collection_id = %(cid)s "
+                "AND tenant = %(acl_tenant)s AND (groups = '{}'::text[] OR groups && %(acl_groups)s::text[])"
+                + ("" if include_history else " AND is_current"),
+                params,
+            ).fetchone()[0]
+        else:
+            permitted = conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.collection_id = %(cid)s AND {acl} "
+                "LIMIT %(cap)s) s",
+                params,
+            ).fetchone()[0]
         if permitted < exact_below:
             # Few rows: an exact scan is both faster and perfectly accurate. The expression
             # does not match the HNSW index's, so the planner cannot pick the index.
