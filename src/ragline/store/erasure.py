@@ -37,8 +37,11 @@ TEXT_TABLES = (
     "embedding_cache",
     "ingest_jobs",
     "source_failures",
+    "ingest_tasks",  # the job queue (issue 16), where it exists
+    "ingest_files",
 )
-"""Every table that can hold text (or names) of a document."""
+"""Every table that can hold text (or names) of a document (those that exist are
+rewritten)."""
 PURGED = "(purged)"
 
 
@@ -90,7 +93,11 @@ def erase_dead_rows(db: Database, tables: Sequence[str] = TEXT_TABLES) -> dict[s
     with db.connection() as conn:
         conn.autocommit = True
         try:
-            for table in tables:
+            present = conn.execute(
+                "SELECT t FROM unnest(%s::text[]) t WHERE to_regclass(t) IS NOT NULL",
+                (list(tables),),
+            ).fetchall()
+            for (table,) in present:
                 conn.execute(f"VACUUM (FULL) {table}")
                 out["rewritten"].append(table)
             out["wal"] = _move_wal_on(conn)
