@@ -61,7 +61,11 @@ def pct(values, p):
 
 
 def summary(ms):
-    return {"p50": round(pct(ms, 0.5), 2), "p95": round(pct(ms, 0.95), 2), "p99": round(pct(ms, 0.99), 2)}
+    return {
+        "p50": round(pct(ms, 0.5), 2),
+        "p95": round(pct(ms, 0.95), 2),
+        "p99": round(pct(ms, 0.99), 2),
+    }
 
 
 # -- memory -----------------------------------------------------------------------------
@@ -169,14 +173,26 @@ def load(index, syn: Synthetic, vectors: np.ndarray, data_dir: Path) -> dict:
 def disk(index) -> dict:
     cid = index.collection.id
     with index.db.connection() as conn:
-        n = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s", (cid,)).fetchone()[0]
+        n = conn.execute("SELECT count(*) FROM chunks WHERE collection_id = %s", (cid,)).fetchone()[
+            0
+        ]
         sizes = {
             t: conn.execute("SELECT pg_total_relation_size(%s)", (t,)).fetchone()[0]
-            for t in ("chunks", "documents", "chunk_parents", "bm25_blocks", "bm25_terms", "bm25_classes")
+            for t in (
+                "chunks",
+                "documents",
+                "chunk_parents",
+                "bm25_blocks",
+                "bm25_terms",
+                "bm25_classes",
+            )
         }
-        hnsw = conn.execute("SELECT pg_relation_size(%s)", (index.collection.hnsw_index,)).fetchone()[0]
+        hnsw = conn.execute(
+            "SELECT pg_relation_size(%s)", (index.collection.hnsw_index,)
+        ).fetchone()[0]
         vec = conn.execute(
-            "SELECT coalesce(sum(pg_column_size(embedding)), 0) FROM chunks WHERE collection_id = %s", (cid,)
+            "SELECT coalesce(sum(pg_column_size(embedding)), 0) FROM chunks WHERE collection_id = %s",
+            (cid,),
         ).fetchone()[0]
     total = sum(sizes.values())
     besides = total - hnsw - vec
@@ -263,7 +279,9 @@ def run_queries(index, queries, qvecs, principal: Principal, k=10, work_out=None
         results["bm25"].append((terms, got))
         works.append(w)
         t = time.perf_counter()
-        v = vector_search(index.db, index.collection, qvecs[i], principal, k, ef_search=index.settings.ef_search)
+        v = vector_search(
+            index.db, index.collection, qvecs[i], principal, k, ef_search=index.settings.ef_search
+        )
         lat["vector"].append((time.perf_counter() - t) * 1000)
         results["vector"].append(v)
         t = time.perf_counter()
@@ -361,10 +379,14 @@ def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
     from ragline.store.server import ensure_server, stop_server
 
     with index.db.connection() as conn:
-        avail = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_textsearch'").fetchone()
+        avail = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_textsearch'"
+        ).fetchone()
         preload = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
     if not avail:
-        return {"skipped": "pg_textsearch is not installed (run ../shared/pg-extensions/install.sh .venv/bin/python)"}, None
+        return {
+            "skipped": "pg_textsearch is not installed (run ../shared/pg-extensions/install.sh .venv/bin/python)"
+        }, None
     if "pg_textsearch" not in preload:
         with index.db.connection() as conn:
             conn.autocommit = True
@@ -386,7 +408,9 @@ def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
                 cp.write_row((cid, " ".join(_letters(vocab.setdefault(t, len(vocab))) for t in d)))
         t = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '2GB'")
-        conn.execute("CREATE INDEX scale_ts_bm25 ON scale_ts USING bm25 (body) WITH (text_config = 'simple')")
+        conn.execute(
+            "CREATE INDEX scale_ts_bm25 ON scale_ts USING bm25 (body) WITH (text_config = 'simple')"
+        )
         build = time.perf_counter() - t
         size = conn.execute("SELECT pg_relation_size('scale_ts_bm25')").fetchone()[0]
         lat, tops = [], []
@@ -401,7 +425,11 @@ def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
             lat.append((time.perf_counter() - t) * 1000)
             tops.append([(int(r[0]), float(r[1])) for r in rows])
         conn.execute("DROP TABLE scale_ts")
-    return {"index_seconds": round(build, 1), "index_bytes_per_chunk": round(size / len(ids)), **summary(lat)}, tops
+    return {
+        "index_seconds": round(build, 1),
+        "index_bytes_per_chunk": round(size / len(ids)),
+        **summary(lat),
+    }, tops
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -414,7 +442,10 @@ def measure(args, n: int) -> dict:
     index = open_index(data_dir, n)
     index.embedder.threads = 1
     out: dict = {"chunks": syn.total, "machine": f"{os.cpu_count()} cores"}
-    loaded = index.collection is not None and index.status(check_sources=False).get("chunks", 0) >= syn.total
+    loaded = (
+        index.collection is not None
+        and index.status(check_sources=False).get("chunks", 0) >= syn.total
+    )
     if args.reuse and loaded:
         print("  reusing the loaded collection", flush=True)
         prev = RESULTS / f"scale-{n}.json"
@@ -422,11 +453,16 @@ def measure(args, n: int) -> dict:
             out["load"] = json.loads(prev.read_text()).get("load")
     else:
         if index.collection is not None and index.status(check_sources=False).get("chunks", 0):
-            raise SystemExit(f"collection scale-{n} is partly loaded in {data_dir}: remove the data dir or pass --reuse")
+            raise SystemExit(
+                f"collection scale-{n} is partly loaded in {data_dir}: remove the data dir or pass --reuse"
+            )
         out["load"] = load(index, syn, vectors, data_dir)
         print(f"  load: {out['load']}", flush=True)
     out["disk"] = disk(index)
-    print(f"  disk: {out['disk']['bytes_per_chunk_besides_vector']} B/chunk besides the vector", flush=True)
+    print(
+        f"  disk: {out['disk']['bytes_per_chunk_besides_vector']} B/chunk besides the vector",
+        flush=True,
+    )
     ids = chunk_ids(index, syn)
     group_chunk = np.empty(syn.total, dtype=object)
     for j, _bd, first in syn.docs:
@@ -445,7 +481,9 @@ def measure(args, n: int) -> dict:
         for terms, got in res["bm25"]:
             ref = exhaustive_bm25(index, terms, p)
             equal += [c for c, _ in got] == [c for c, _ in ref]
-            scores_ok += all(abs(a[1] - b[1]) < 1e-6 for a, b in zip(got, ref)) and len(got) == len(ref)
+            scores_ok += all(abs(a[1] - b[1]) < 1e-6 for a, b in zip(got, ref)) and len(got) == len(
+                ref
+            )
         mask = np.isin(group_chunk, groups)
         allowed = np.flatnonzero(mask)
         sims = qvecs @ vectors[allowed].T
@@ -485,12 +523,16 @@ def measure(args, n: int) -> dict:
         fids, fdocs = forward_tokens(index)
         peers = {}
         res_b, tops_b = peer_bm25s(fids, fdocs, terms)
-        res_b["top10_equal_ragline"] = f"{sum([c for c, _ in a] == [c for c, _ in b] for a, b in zip(ours, tops_b))}/{len(ours)}"
+        res_b["top10_equal_ragline"] = (
+            f"{sum([c for c, _ in a] == [c for c, _ in b] for a, b in zip(ours, tops_b))}/{len(ours)}"
+        )
         peers["bm25s (in memory)"] = res_b
         print(f"  bm25s: {res_b}", flush=True)
         res_t, tops_t = peer_pg_textsearch(index, data_dir, fids, fdocs, terms)
         if tops_t is not None:
-            res_t["top10_equal_ragline"] = f"{sum([c for c, _ in a] == [c for c, _ in b] for a, b in zip(ours, tops_t))}/{len(ours)}"
+            res_t["top10_equal_ragline"] = (
+                f"{sum([c for c, _ in a] == [c for c, _ in b] for a, b in zip(ours, tops_t))}/{len(ours)}"
+            )
         peers["pg_textsearch 1.4.0"] = res_t
         print(f"  pg_textsearch: {res_t}", flush=True)
         out["peers_all_visible"] = peers
@@ -511,8 +553,12 @@ def print_table(res: dict) -> None:
             f"{ld['client_peak_rss_mb']} MB"
         )
     d = res["disk"]
-    print(f"disk: {d['bytes_per_chunk_besides_vector']} B/chunk besides the vector ({d['bm25_bytes_per_chunk']} B of it BM25)")
-    print("| reader | visible | BM25 p50/p95/p99 | BM25 1–3 terms p50 | vector p50/p95/p99 | hybrid p50/p95/p99 | BM25 top-10 = exact | vector recall@10 |")
+    print(
+        f"disk: {d['bytes_per_chunk_besides_vector']} B/chunk besides the vector ({d['bm25_bytes_per_chunk']} B of it BM25)"
+    )
+    print(
+        "| reader | visible | BM25 p50/p95/p99 | BM25 1–3 terms p50 | vector p50/p95/p99 | hybrid p50/p95/p99 | BM25 top-10 = exact | vector recall@10 |"
+    )
     print("|---|---:|---|---:|---|---|---|---:|")
     for name, r in res["readers"].items():
         f = lambda s: f"{s['p50']} / {s['p95']} / {s['p99']}"  # noqa: E731
@@ -522,7 +568,9 @@ def print_table(res: dict) -> None:
         )
     if res.get("concurrent"):
         c = res["concurrent"]["all"]
-        print(f"{res['concurrent']['clients']} clients (all visible): BM25 {c['bm25']}, vector {c['vector']}, hybrid {c['hybrid']}")
+        print(
+            f"{res['concurrent']['clients']} clients (all visible): BM25 {c['bm25']}, vector {c['vector']}, hybrid {c['hybrid']}"
+        )
     for name, pr in (res.get("peers_all_visible") or {}).items():
         print(f"peer {name}: {pr}")
 
@@ -534,19 +582,29 @@ def growth() -> None:
     if len(runs) < 2:
         return
     a, b = runs[0], runs[-1]
-    print(f"\n### growth {a['chunks']:,} → {b['chunks']:,} chunks (×{b['chunks'] / a['chunks']:.0f})")
+    print(
+        f"\n### growth {a['chunks']:,} → {b['chunks']:,} chunks (×{b['chunks'] / a['chunks']:.0f})"
+    )
     for name in a["readers"]:
         for leg in ("bm25", "bm25_1_3_terms", "vector", "hybrid"):
             x, y = a["readers"][name][leg]["p50"], b["readers"][name][leg]["p50"]
             print(f"  {name:>4} {leg:<15} p50 {x} → {y} ms (×{y / x:.2f})")
     if a.get("load") and b.get("load"):
-        print(f"  writes chunks/s {a['load']['chunks_per_s_writes']} → {b['load']['chunks_per_s_writes']}")
-    print(f"  bytes/chunk besides vector {a['disk']['bytes_per_chunk_besides_vector']} → {b['disk']['bytes_per_chunk_besides_vector']}")
+        print(
+            f"  writes chunks/s {a['load']['chunks_per_s_writes']} → {b['load']['chunks_per_s_writes']}"
+        )
+    print(
+        f"  bytes/chunk besides vector {a['disk']['bytes_per_chunk_besides_vector']} → {b['disk']['bytes_per_chunk_besides_vector']}"
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable); default 100000")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--chunks", type=int, action="append", help="corpus size (repeatable); default 100000"
+    )
     ap.add_argument("--data-dir", default="/tmp/ragline-scale")
     ap.add_argument("--reuse", action="store_true", help="query an already loaded collection")
     ap.add_argument("--queries", type=int, default=300)

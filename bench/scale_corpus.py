@@ -58,7 +58,11 @@ def _embedder():
 def build_base(cache: Path = CACHE, scifact: Path = SCIFACT, log=print) -> Base:
     """The chunked SciFact corpus with real embeddings (cached after the first run)."""
     cache.mkdir(parents=True, exist_ok=True)
-    meta_f, vec_f, qvec_f = cache / "scifact-base.json", cache / "scifact-chunks.npy", cache / "scifact-queries.npy"
+    meta_f, vec_f, qvec_f = (
+        cache / "scifact-base.json",
+        cache / "scifact-chunks.npy",
+        cache / "scifact-queries.npy",
+    )
     from ragline.evaluate.beir import load_beir
 
     data = load_beir(scifact, "test")
@@ -96,18 +100,30 @@ def build_base(cache: Path = CACHE, scifact: Path = SCIFACT, log=print) -> Base:
         doc_chunks.append(idx)
         titles.append(d.title)
         doc_ids.append(doc_id)
-    log(f"base: {len(doc_ids)} documents, {len(texts)} chunks; embedding them once (cached in {cache})")
+    log(
+        f"base: {len(doc_ids)} documents, {len(texts)} chunks; embedding them once (cached in {cache})"
+    )
     indexed = [f"{h}\n\n{t}" if h else t for h, t in zip(headers, texts)]
     parts = []
     for start in range(0, len(indexed), 256):
-        parts.append(np.asarray(emb.embed_documents(indexed[start : start + 256]), dtype=np.float32))
+        parts.append(
+            np.asarray(emb.embed_documents(indexed[start : start + 256]), dtype=np.float32)
+        )
         log(f"  embedded {min(start + 256, len(indexed))}/{len(indexed)}")
     vectors = np.vstack(parts)
     qvec = np.vstack([emb.embed_query(data.queries[q]) for q in query_ids]).astype(np.float32)
     np.save(vec_f, vectors)
     np.save(qvec_f, qvec)
     meta_f.write_text(
-        json.dumps({"doc_chunks": doc_chunks, "titles": titles, "headers": headers, "texts": texts, "doc_ids": doc_ids})
+        json.dumps(
+            {
+                "doc_chunks": doc_chunks,
+                "titles": titles,
+                "headers": headers,
+                "texts": texts,
+                "doc_ids": doc_ids,
+            }
+        )
     )
     return build_base(cache, scifact, log)
 
@@ -162,7 +178,9 @@ class Synthetic:
         step = 65536
         for s in range(0, self.total, step):
             e = min(self.total, s + step)
-            v = self.base.vectors[base[s:e]] + rng.normal(0, self.sigma / np.sqrt(dim), (e - s, dim)).astype(np.float32)
+            v = self.base.vectors[base[s:e]] + rng.normal(
+                0, self.sigma / np.sqrt(dim), (e - s, dim)
+            ).astype(np.float32)
             out[s:e] = v / np.linalg.norm(v, axis=1, keepdims=True)
         return out
 
@@ -190,7 +208,11 @@ class Synthetic:
                 "language": "en",
                 "metadata": {"base": b.doc_ids[bd]},
                 "chunks": [
-                    {"text": self._text(rng, c), "header": b.headers[c], "vector": vectors[first + i]}
+                    {
+                        "text": self._text(rng, c),
+                        "header": b.headers[c],
+                        "vector": vectors[first + i],
+                    }
                     for i, c in enumerate(idx)
                 ],
             }

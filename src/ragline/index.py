@@ -106,22 +106,37 @@ class Index(BindingMixin, TracingMixin):
         groups: Iterable[str] | str | None = None,
         on_progress: Callable[[str, int], None] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        strict: bool = False,
+        max_files: int | None = None,
     ) -> Any:
-        """Make the index equal ``folder`` (add, re-index changed, delete removed, move renamed)."""
+        """Make the index equal ``folder`` (add, re-index changed, delete removed, move
+        renamed). Only regular files inside the folder are read, never through a link;
+        ``strict`` (a sync asked for over the HTTP API) also refuses hard-linked files and
+        other file systems mounted inside it (:mod:`ragline.parse.files`). A folder of more
+        than ``max_files`` files is refused before anything is written."""
         from .ingest.sync import sync_folder
+        from .parse.files import Boundary
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        root = Path(folder).expanduser()
+        boundary = Boundary.of(root, strict=strict) if root.is_dir() else None
         self._refresh()
-        if self.collection is None:
+        if self.collection is None and boundary is not None:
             from .ingest.sources import file_source, iter_files
 
-            self._choose_embedder(file_source(p) for p, err in iter_files([folder]) if err is None)
+            self._choose_embedder(
+                file_source(p, boundary)
+                for p, err in iter_files([root], boundary=boundary)
+                if err is None
+            )
         report = sync_folder(
-            self._ingestor(on_progress, metadata=metadata),
-            Path(folder),
+            self._ingestor(on_progress, metadata=metadata, boundary=boundary),
+            root,
             owner=owner,
             on_progress=on_progress,
+            boundary=boundary,
+            max_files=max_files,
         )
         self._record_outcome(owner.tenant, report)
         return report
@@ -225,9 +240,13 @@ class Index(BindingMixin, TracingMixin):
         *,
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
+        boundary: Any = None,
     ) -> Any:
         from .ingest.pipeline import Ingestor
 
+        parse_options = self.settings.parse_options()
+        if boundary is not None:
+            parse_options["boundary"] = boundary
         return Ingestor(
             self.db,
             self.collection,
@@ -237,7 +256,7 @@ class Index(BindingMixin, TracingMixin):
             on_progress=on_progress,
             embed=embed,
             metadata=metadata,
-            parse_options=self.settings.parse_options(),
+            parse_options=parse_options,
             keep_versions=self.settings.keep_versions,
             batch_chunks=self.settings.ingest_batch_chunks,
         )
@@ -251,15 +270,38 @@ class Index(BindingMixin, TracingMixin):
             removed += delete_document(self.db, self.collection, tenant, key)
         return removed
 
-    def purge(self, doc: str | Path, *, tenant: str = "default") -> dict[str, int]:
-        """Erase a document, its vectors in the embedding cache and the dead rows (VACUUM)."""
-        from .store.documents import purge_document
+    def purge(
+        self, doc: str | Path, *, tenant: str = "default", erase: bool | None = None
+    ) -> dict[str, Any]:
+        """Erase a document for good: every version of it in every index version of the
+        collection, the traces that mention it, its vectors in the tenant's embedding
+        cache, its name in job records, then every byte of it in the database files
+        (:mod:`ragline.store.erasure`; ``erasure`` in the result says what was done).
+        ``erase`` (default: the ``purge_rewrite`` setting) False skips the file rewrite:
+        purging several documents, call :func:`~ragline.store.erasure.erase_dead_rows`
+        once after the last (``ragline index compact``)."""
+        return self.purge_keys(self._keys_for(doc), tenant=tenant, erase=erase)
 
-        total = {"versions": 0, "cache_entries": 0, "traces": 0}
-        for key in self._keys_for(doc):
-            for k, v in purge_document(self.db, self.collection, tenant, key).items():
-                total[k] += v
-        return total
+    def purge_keys(
+        self, keys: Iterable[str], *, tenant: str = "default", erase: bool | None = None
+    ) -> dict[str, Any]:
+        """:meth:`purge` by document keys; the files are rewritten once for all of them."""
+        from .store.erasure import purge_everywhere
+
+        self._refresh()
+        self._require_collection()
+        if erase is None:
+            erase = self.settings.purge_rewrite
+        mb = self.settings.purge_rewrite_max_mb
+        return purge_everywhere(
+            self.db,
+            self.settings.collection,
+            self.collection,
+            tenant,
+            keys,
+            erase=erase,
+            max_bytes=None if mb is None else mb << 20,
+        )
 
     def _keys_for(self, doc: str | Path) -> list[str]:
         self._require_collection()
@@ -341,17 +383,20 @@ class Index(BindingMixin, TracingMixin):
         history: Sequence[Mapping[str, str]] = (),
         techniques: Mapping[str, bool] | None = None,
         trace: bool | None = None,
+        trace_key: int | None = None,
     ) -> Any:
         """Search with the query techniques the settings enable (rewriting with
         ``history``, multi-query, decomposition, HyDE); the plan rides on the result.
         With traces on (``trace`` or the ``traces`` setting) the stored trace's id is
-        ``.trace_id``."""
+        ``.trace_id``; ``trace_key`` is the API key it belongs to (the faces pass the
+        caller's)."""
         from dataclasses import replace
 
         from .retrieve.search import SearchParams, fuse_results
 
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
+        self.check_size(query, filters)
         params = SearchParams(
             depth=self.settings.rrf_depth,
             rrf_k=self.settings.rrf_k,
@@ -392,8 +437,19 @@ class Index(BindingMixin, TracingMixin):
                 collection=self.collection.name,
                 filters=params.filters,
             )
-            res = replace(res, trace_id=self._save_trace(principal, record))
+            res = replace(res, trace_id=self._save_trace(principal, record, trace_key))
         return res
+
+    def check_size(self, query: str, filters: Mapping[str, Any] | Filters | None) -> None:
+        """Refuse a query or filters over the size limits (settings ``max_query_chars``,
+        ``max_filter_chars``, ``max_filter_values``) with a LimitError; every search and
+        ask does it before any work, so nothing is stored (no trace)."""
+        from .core.limits import check_filters, check_text
+
+        s = self.settings
+        check_text(query, s.max_query_chars)
+        if filters is not None and not isinstance(filters, Filters):
+            check_filters(filters, s.max_filter_chars, s.max_filter_values)
 
     def search(
         self,
@@ -452,6 +508,7 @@ class Index(BindingMixin, TracingMixin):
         filters: Mapping[str, Any] | Filters | None = None,
         history: Sequence[Mapping[str, str]] = (),
         trace: bool | None = None,
+        trace_key: int | None = None,
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention."""
         *_, answer = self.ask_stream(
@@ -464,6 +521,7 @@ class Index(BindingMixin, TracingMixin):
             history=history,
             stream=False,
             trace=trace,
+            trace_key=trace_key,
         )
         assert isinstance(answer, Answer)
         return answer
@@ -480,6 +538,7 @@ class Index(BindingMixin, TracingMixin):
         history: Sequence[Mapping[str, str]] = (),
         stream: bool = True,
         trace: bool | None = None,
+        trace_key: int | None = None,
     ) -> Iterator[str | Answer]:
         """Text pieces as the generator writes them, then the final checked :class:`Answer`
         (the extractive answerer, or ``stream=False``, yields the whole text at once)."""
@@ -510,7 +569,7 @@ class Index(BindingMixin, TracingMixin):
                     item = replace(item, question=question, notes=(*plan.notes, *item.notes))
                 if self._tracing(trace):
                     item = self._trace_answer(
-                        question, ctx, item, _principal(tenant, groups), filters, t_gen
+                        question, ctx, item, _principal(tenant, groups), filters, t_gen, trace_key
                     )
                 if stream and self.chat is None:  # the extractive answer comes whole
                     yield item.text

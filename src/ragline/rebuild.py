@@ -2,7 +2,9 @@
 
 The new version is a collection of its own (``NAME--vK``): the stored parsed documents of
 the live version are chunked, embedded and indexed into it by the normal ingest pipeline,
-per tenant and group set, while the live version keeps serving. A killed build resumes:
+per tenant and group set, while the live version keeps serving. The old versions the live
+version keeps (``keep_versions``) are rebuilt too, with their version numbers and their
+permissions, so ``include_history`` finds the same history after ``index activate``. A killed build resumes:
 documents already in the new version with the same content are skipped, and chunk texts
 already embedded by that model come from the embedding cache. Nothing in the live
 version is written.
@@ -150,6 +152,9 @@ def build_version(
             group.append(row)
         flush()
         totals["deleted"] = _drop_deleted(target, live_keys)
+        history = _copy_history(index, target, on_progress)
+        totals["history"] = history["copied"]
+        totals["failed"] += history["failed"]
         if not totals["failed"]:
             vs.mark_built(index.db, name, number)
         state = vs.get_version(index.db, name, number)
@@ -172,3 +177,52 @@ def _drop_deleted(target: Any, live_keys: set[tuple[str, str]]) -> int:
         if (tenant, key) not in live_keys:
             n += delete_document(target.db, target.collection, tenant, key)
     return n
+
+
+def _copy_history(index: Any, target: Any, on_progress: Any) -> dict[str, Any]:
+    """Make the target's document history equal the live one's: the live version numbers
+    on current documents, the old versions the live version keeps rebuilt (each ingested
+    under a scratch key by the normal pipeline, then made historical under its own key and
+    number), old versions the live one no longer keeps dropped."""
+    live = vs.document_versions(index.db, index.collection)
+    have = vs.document_versions(target.db, target.collection)
+    vs.renumber_current(target.db, target.collection, live, have)
+    wanted = {k: r for k, r in live.items() if not r["is_current"]}
+    present = {k for k, r in have.items() if not r["is_current"]}
+    vs.drop_versions(target.db, target.collection, [have[k]["id"] for k in present - set(wanted)])
+    todo = sorted(set(wanted) - present)
+    out: dict[str, Any] = {"copied": 0, "failed": []}
+    by_owner: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, int]]] = {}
+    for k in todo:
+        by_owner.setdefault((k[0], tuple(wanted[k]["groups"])), []).append(k)
+    for (tenant, groups), keys in by_owner.items():
+        sources = []
+        for t, key, version in keys:
+            row = wanted[t, key, version]
+            if row["content"] is None:
+                out["failed"].append(
+                    {"source": key, "reason": f"version {version} has no stored parsed text"}
+                )
+                continue
+            meta = dict(row["metadata"] or {})
+            content = row["content"]
+            sources.append(
+                Source(
+                    doc_key=vs.history_key(key, version),
+                    source_uri=row["source_uri"],
+                    content_hash=row["content_hash"],
+                    load=lambda c=content, m=meta: parsed_from_json(c, m),
+                    modified_at=row["modified_at"],
+                    metadata=meta,
+                )
+            )
+        report = target.ingest_sources(
+            sources, tenant=tenant, groups=list(groups), on_progress=on_progress
+        )
+        out["failed"] += [f.__dict__ for f in report.failed]
+        for t, key, version in keys:
+            if vs.adopt_history(
+                target.db, target.collection, t, key, version, wanted[t, key, version]
+            ):
+                out["copied"] += 1
+    return out

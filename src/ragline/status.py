@@ -64,8 +64,12 @@ def _analyzer_upgrade(stored: str) -> dict[str, str]:
     built = MultiAnalyzer.from_name(stored)
     if built is None or built.version >= ANALYSIS_VERSION:
         return {}
+    better = []
+    if built.version < 3:
+        better.append("Czech and Hungarian better (inflections, text typed without accents)")
+    better.append("words with invisible characters inside (zero-width space, soft hyphen) whole")
     return {
         "analyzer_upgrade": f"built with analysis v{built.version}; v{ANALYSIS_VERSION} analyzes "
-        "Czech and Hungarian better (inflections, text typed without accents): `ragline index build` re-indexes "
-        "into it, `ragline index activate` switches"
+        + " and ".join(better)
+        + ": `ragline index build` re-indexes into it, `ragline index activate` switches"
     }

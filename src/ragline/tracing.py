@@ -29,13 +29,15 @@ class TracingMixin:
     def _tracing(self, trace: bool | None) -> bool:
         return self.settings.traces if trace is None else trace
 
-    def _save_trace(self, principal: Principal, record: dict[str, Any]) -> str:
+    def _save_trace(
+        self, principal: Principal, record: dict[str, Any], key_id: int | None = None
+    ) -> str:
         from .store.traces import expire_traces, save_trace
 
         self._traces_saved += 1
         if self._traces_saved % 500 == 1:  # retention: on the first save, then every 500
             expire_traces(self.db, self.settings.trace_retention_days)
-        trace_id = save_trace(self.db, self.collection.id, principal, record)
+        trace_id = save_trace(self.db, self.collection.id, principal, record, key_id=key_id)
         if self.settings.otel_export:
             from .otel import export_spans
 
@@ -49,15 +51,17 @@ class TracingMixin:
         tenant: str | None = "default",
         groups: Iterable[str] | str | None = None,
         admin: bool = True,
+        key_id: int | None = None,
     ) -> dict[str, Any] | None:
-        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and ``groups``;
-        ``tenant`` None: any tenant's, for the operator)."""
+        """A stored trace, if it belongs to ``tenant`` (``admin`` False: and was made with
+        API key ``key_id`` — without a key, with exactly ``groups`` — and mentions only
+        documents ``groups`` may read; ``tenant`` None: any tenant's, for the operator)."""
         if self.collection is None:
             return None
         from .store.traces import get_trace
 
         who = None if tenant is None else _principal(tenant, groups)
-        return get_trace(self.db, self.collection.id, trace_id, who, admin=admin)
+        return get_trace(self.db, self.collection.id, trace_id, who, admin=admin, key_id=key_id)
 
     def traces(
         self,
@@ -66,14 +70,18 @@ class TracingMixin:
         groups: Iterable[str] | str | None = None,
         limit: int = 20,
         admin: bool = True,
+        key_id: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Recent traces, newest first (``tenant`` None: every tenant's)."""
+        """Recent traces, newest first (``tenant`` None: every tenant's; ``admin`` False:
+        as :meth:`trace` says)."""
         if self.collection is None:
             return []
         from .store.traces import recent_traces
 
         who = None if tenant is None else _principal(tenant, groups)
-        return recent_traces(self.db, self.collection.id, who, limit=limit, admin=admin)
+        return recent_traces(
+            self.db, self.collection.id, who, limit=limit, admin=admin, key_id=key_id
+        )
 
     def _trace_answer(
         self,
@@ -83,6 +91,7 @@ class TracingMixin:
         principal: Principal,
         filters: Any,
         t_gen: float,
+        key_id: int | None = None,
     ) -> Answer:
         import time
         from dataclasses import replace
@@ -106,4 +115,4 @@ class TracingMixin:
             count_tokens=count,
         )
         record["generation"]["model"] = self.settings.generator
-        return replace(answer, trace_id=self._save_trace(principal, record))
+        return replace(answer, trace_id=self._save_trace(principal, record, key_id))

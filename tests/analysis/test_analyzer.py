@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragline.analysis import get_analyzer, split_sentences
 from ragline.core.errors import ConfigError
@@ -87,3 +89,29 @@ def test_plausible_languages():
     )
     assert plausible_languages("v2.3.1", ["cs", "hu"]) == ("cs", "hu")
     assert plausible_languages("anything at all here", ["en"]) == ("en",)
+
+
+# -- invisible characters inside words (issue 14 #12) ---------------------------------------
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e", "\ufe0f"]
+
+
+@pytest.mark.parametrize("mark", INVISIBLE, ids=[f"U+{ord(c):04X}" for c in INVISIBLE])
+def test_an_invisible_character_inside_a_word_does_not_split_it(mark: str) -> None:
+    """Pasted text carries zero-width spaces, joiners, soft hyphens and BOMs that render as
+    nothing: ``BLUE\\u200bHERON`` must be the word a user types, at index and query time."""
+    from ragline.analysis.analyzer import MultiAnalyzer
+
+    a = MultiAnalyzer("english")
+    assert a.terms(f"BLUE{mark}HERON protocol") == a.terms("BLUEHERON protocol")
+    assert a.query_terms(f"blue{mark}heron") == a.query_terms("blueheron") == ["blueheron"]
+    # collections built with analysis v3 keep their (splitting) terms: old postings match
+    assert MultiAnalyzer("english", 3).terms(f"BLUE{mark}HERON") == ["blue", "heron"]
+
+
+@given(st.text(alphabet=st.sampled_from("abcdefXYZ09 " + "".join(INVISIBLE)), max_size=40))
+def test_invisible_characters_never_change_the_terms(text: str) -> None:
+    from ragline.analysis.analyzer import MultiAnalyzer
+
+    a = MultiAnalyzer("english")
+    visible = "".join(c for c in text if c not in INVISIBLE)
+    assert a.terms(text) == a.terms(visible)

@@ -47,7 +47,7 @@ def test_normalize_stem_follows_lucene():
 
 
 def test_collections_keep_the_analysis_they_were_built_with():
-    v2, v3 = MultiAnalyzer.from_name("multilingual-v2:english"), MultiAnalyzer()
+    v2, v3 = MultiAnalyzer.from_name("multilingual-v2:english"), MultiAnalyzer("english", 3)
     assert v2 is not None and v2.version == 2 and v3.version == 3
     assert v2.terms("práci", "cs") == ["prák"]  # plain Snowball: old postings still match
     assert v3.terms("práci", "cs") == ["prak"]

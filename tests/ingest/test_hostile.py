@@ -163,6 +163,10 @@ def test_each_hostile_file_has_its_outcome(ingested: Ingested, name: str) -> Non
     if case.outcome == "added":
         assert batch.key(name) in report.added, f"{name} ({case.what}): {failed.get(name)}"
         return
+    if case.outcome == "skipped":
+        skipped = {Path(s.source).name: s for s in report.skipped}
+        assert name in skipped and re.search(case.reason, skipped[name].reason, re.I), report
+        return
     assert name in failed, f"{name} ({case.what}) did not fail; report: {report.to_dict()}"
     failure = failed[name]
     assert failure.error in case.errors, f"{name}: {failure}"
@@ -176,8 +180,10 @@ def test_every_file_accounted_for_once(ingested: Ingested) -> None:
     batch, report = ingested.batch, ingested.report
     failed = [Path(f.source).name for f in report.failed]
     added = [Path(k).name for k in report.added]
-    assert sorted(failed + added) == sorted([*batch.cases, *batch.good])
-    assert not report.skipped and not report.updated and not report.unchanged
+    skipped = [Path(s.source).name for s in report.skipped]
+    assert sorted(failed + added + skipped) == sorted([*batch.cases, *batch.good])
+    assert set(skipped) == {n for n, c in batch.cases.items() if c.outcome == "skipped"}
+    assert not report.updated and not report.unchanged
     expected_failed = {n for n, c in batch.cases.items() if c.outcome == "failed"}
     assert set(failed) - _known_bugs(batch) == expected_failed
 

@@ -32,8 +32,12 @@ def _count(index) -> tuple[int, int]:
 def test_vectors_ingest_search_and_skip_unchanged(fake_index):
     emb = fake_index.embedder
     recs = [
-        _record("kb-1", ["The pump needs a new filter every spring.", "Reset with the red button."], emb),
-        _record("kb-2", ["Travel refunds are paid within ten days."], emb, metadata={"dept": "finance"}),
+        _record(
+            "kb-1", ["The pump needs a new filter every spring.", "Reset with the red button."], emb
+        ),
+        _record(
+            "kb-2", ["Travel refunds are paid within ten days."], emb, metadata={"dept": "finance"}
+        ),
     ]
     report = fake_index.ingest_vectors(recs, tenant="acme", groups=["ops"])
     assert report.ok and sorted(report.added) == ["kb-1", "kb-2"] and report.chunks == 3
@@ -56,7 +60,10 @@ def test_vectors_ingest_search_and_skip_unchanged(fake_index):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (lambda r: r["chunks"][0].update(vector=[0.1] * 3), "3 dimensions, the collection's model has 64"),
+        (
+            lambda r: r["chunks"][0].update(vector=[0.1] * 3),
+            "3 dimensions, the collection's model has 64",
+        ),
         (lambda r: r["chunks"][0].update(vector=[float("nan")] * 64), "NaN or infinite"),
         (lambda r: r["chunks"][0].update(vector=[0.0] * 64), "all zeros"),
         (lambda r: r["chunks"][0].update(text="  "), "has no text"),
@@ -87,7 +94,9 @@ def test_duplicate_keys_and_bad_json(fake_index, tmp_path):
     path = tmp_path / "dup.jsonl"
     r = _record("same", ["one text"], emb)
     path.write_text(json.dumps(r) + "\n\n" + json.dumps(r) + "\n")
-    with pytest.raises(VectorsError, match=r"dup.jsonl:3: key 'same' appears twice \(first at .*dup.jsonl:1\)"):
+    with pytest.raises(
+        VectorsError, match=r"dup.jsonl:3: key 'same' appears twice \(first at .*dup.jsonl:1\)"
+    ):
         fake_index.ingest_vectors_file(path)
     path.write_text(json.dumps(r) + "\n{not json\n")
     with pytest.raises(VectorsError, match=r":2: not valid JSON"):
@@ -116,7 +125,10 @@ def test_cli_vectors_into_an_empty_collection_builds_the_vector_index(pg_url, sc
     with path.open("w") as f:
         for i in range(40):
             chunks = [
-                {"text": " ".join(rng.choice(words, 6)) + f" item{i}x{j}", "vector": rng.normal(size=D).tolist()}
+                {
+                    "text": " ".join(rng.choice(words, 6)) + f" item{i}x{j}",
+                    "vector": rng.normal(size=D).tolist(),
+                }
                 for j in range(3)
             ]
             f.write(json.dumps({"key": f"doc-{i}", "chunks": chunks}) + "\n")
@@ -159,7 +171,11 @@ def test_record_groups_override_the_call_and_regroup_without_rewriting(fake_inde
     recs[1]["groups"] = ["facilities"]
     again = fake_index.ingest_vectors(recs, tenant="t")
     assert again.updated == ["secret"] and again.unchanged == ["open"]
-    assert not [h for h in fake_index.search("lobby", tenant="t", groups=["security"], mode="bm25") if h.doc_key == "secret"]
+    assert not [
+        h
+        for h in fake_index.search("lobby", tenant="t", groups=["security"], mode="bm25")
+        if h.doc_key == "secret"
+    ]
     assert fake_index.documents(tenant="t")[1].version == 1  # regrouped in place
     with fake_index.db.connection() as conn:
         assert check(conn, fake_index.collection.id) == []

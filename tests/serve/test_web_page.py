@@ -120,6 +120,11 @@ def test_web_page(browser, pg_url, schema, minilm, tmp_path):
             return d.find_element(By.ID, "answer")
 
         with live_server(index, upload_dir=tmp_path / "uploads") as live:
+            # -- the page works under its Content-Security-Policy (no script errors below)
+            import httpx
+
+            csp = httpx.get(live.url + "/").headers["content-security-policy"]
+            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
             # -- sign in: a wrong key is refused, the admin key is accepted ---------------
             d.get(live.url + "/")
             field = visible("#key-input")

@@ -222,5 +222,8 @@ def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
     want = []
     for i, n in enumerate(lengths):
         lo = starts[i]
-        want.extend((i, *b) for b in codec.cut_blocks(ids_a[lo : lo + n], tfs_a[lo : lo + n], dls_a[lo : lo + n]))
+        want.extend(
+            (i, *b)
+            for b in codec.cut_blocks(ids_a[lo : lo + n], tfs_a[lo : lo + n], dls_a[lo : lo + n])
+        )
     assert sorted(got) == sorted(want)

@@ -97,7 +97,9 @@ def _reference(index, p: Principal, visible, query_terms, history: bool) -> dict
 
 def _principals(rng: random.Random) -> list[Principal]:
     return [
-        Principal(rng.choice(("A", "B")), tuple(rng.sample(("hr", "eng", "ops"), rng.randint(0, 2))))
+        Principal(
+            rng.choice(("A", "B")), tuple(rng.sample(("hr", "eng", "ops"), rng.randint(0, 2)))
+        )
         for _ in range(3)
     ]
 
@@ -150,7 +152,10 @@ def world_index(pg_url):
     def get(keep: int):
         if keep not in made:
             schema = f"t_world_{uuid.uuid4().hex[:8]}"
-            made[keep] = (schema, make_index(pg_url, schema, embedder=FakeEmbedder(), keep_versions=keep))
+            made[keep] = (
+                schema,
+                make_index(pg_url, schema, embedder=FakeEmbedder(), keep_versions=keep),
+            )
         return made[keep][1]
 
     yield get
@@ -168,9 +173,12 @@ def _reset(index) -> None:
         conn.execute("DELETE FROM bm25_blocks")
         conn.execute("DELETE FROM bm25_terms")
         conn.execute("DELETE FROM bm25_classes")
+        conn.execute("DELETE FROM bm25_languages")
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 2**32), keep=st.sampled_from([0, 2]), steps=st.integers(4, 14))
 def test_random_worlds_scores_equal_reference(world_index, seed, keep, steps):
     rng = random.Random(seed)
@@ -186,12 +194,16 @@ def test_random_worlds_scores_equal_reference(world_index, seed, keep, steps):
                 query = rng.sample(WORDS, rng.randint(1, 5))
                 terms = index.analyzer.terms(" ".join(query))
                 ref = _reference(index, p, world.visible(p, history), terms, history)
-                got = bm25_search(index.db, index.collection, terms, p, k=1000, include_history=history)
+                got = bm25_search(
+                    index.db, index.collection, terms, p, k=1000, include_history=history
+                )
                 assert {c for c, _ in got} == set(ref), (p, history, query)
                 for cid, score in got:
                     assert score == pytest.approx(ref[cid], abs=1e-6)
                 top = sorted(ref.items(), key=lambda x: (-x[1], x[0]))[:5]
-                small = bm25_search(index.db, index.collection, terms, p, k=5, include_history=history)
+                small = bm25_search(
+                    index.db, index.collection, terms, p, k=5, include_history=history
+                )
                 assert [c for c, _ in small] == [c for c, _ in top]
 
 
@@ -200,13 +212,21 @@ def _view(index, p: Principal, queries, history: bool):
     for q in queries:
         for mode in ("bm25", "vector", "hybrid"):
             res = index.search_result(
-                q, tenant=p.tenant, groups=p.groups, mode=mode, k=10, include_history=history, trace=False
+                q,
+                tenant=p.tenant,
+                groups=p.groups,
+                mode=mode,
+                k=10,
+                include_history=history,
+                trace=False,
             )
             out.append([(h.chunk_id, round(h.score, 9), h.rank) for h in res.hits])
     return out
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 2**32), keep=st.sampled_from([0, 2]))
 def test_documents_the_caller_cannot_read_never_move_its_results(world_index, seed, keep):
     """Adding, editing, regrouping and deleting documents the reader may not read (another
@@ -271,7 +291,10 @@ def test_ingest_while_querying_then_statistics_equal_a_recount(pg_url, schema):
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=("x", 1)), threading.Thread(target=writer, args=("x", 2))]
+    threads = [
+        threading.Thread(target=writer, args=("x", 1)),
+        threading.Thread(target=writer, args=("x", 2)),
+    ]
     r = threading.Thread(target=reader)
     r.start()
     for t in threads:

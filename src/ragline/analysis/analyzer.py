@@ -1,6 +1,9 @@
 """The lexical analyzer behind BM25.
 
-NFKC normalization → casefold → Unicode word tokenization → stop words → stemming
+NFKC normalization → casefold → default-ignorable characters removed (zero-width space,
+joiners, soft hyphen, word joiner, BOM, variation selectors: invisible, so
+``BLUE\u200bHERON`` is the word ``blueheron``, as in ICU's NFKC_Casefold) → Unicode word
+tokenization → stop words → stemming
 (Snowball via PyStemmer; a light suffix stripper for Ukrainian, which has no Snowball
 stemmer). The same analysis runs at index and at query time, so a term matches exactly
 when both sides produce the same string.
@@ -50,8 +53,19 @@ _NO_SNOWBALL_ISO = {"sk": "slovak"}
 UNDETERMINED = "und"  # a document whose language could not be told: default analysis
 
 
-def _normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters that
+render as nothing. Inside a word they must not split it, or a pasted ``BLUE\u200bHERON``
+(or a soft-hyphenated word) would never match ``blueheron``."""
+
+
+def _normalize(text: str, ignorables: bool = True) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _IGNORABLE.sub("", folded) if ignorables else folded
 
 
 class Analyzer:
@@ -62,10 +76,13 @@ class Analyzer:
     Stemming results are cached per word: the same word always maps to the same term.
     """
 
-    def __init__(self, language: str = "english") -> None:
+    def __init__(self, language: str = "english", *, ignorables: bool = True) -> None:
+        """``ignorables`` False keeps default-ignorable characters (as word breaks): the
+        analysis of collections built before version 4."""
         import Stemmer  # PyStemmer; light, but keep `import ragline` free of it
 
         self.language = language
+        self.ignorables = ignorables
         self._stem_word = None
         base = language.removesuffix(FOLDED_SUFFIX)
         folded = base != language and base in FOLDED
@@ -100,7 +117,7 @@ class Analyzer:
 
     def words(self, text: str) -> list[str]:
         """Normalized, case-folded words of ``text`` (before stop words and stemming)."""
-        return _WORD.findall(_normalize(text))
+        return _WORD.findall(_normalize(text, self.ignorables))
 
     def _stem(self, w: str) -> str:
         t = self._stem_cache.get(w)
@@ -112,7 +129,7 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """Index terms in order of occurrence (duplicates kept), exact codes added."""
-        norm = _normalize(text)
+        norm = _normalize(text, self.ignorables)
         out: list[str] = []
         for w in _WORD.findall(norm):
             if len(w) > MAX_TERM_CHARS:
@@ -137,27 +154,31 @@ class Analyzer:
 
 
 @lru_cache(maxsize=64)
-def get_analyzer(language: str = "english") -> Analyzer:
+def get_analyzer(language: str = "english", ignorables: bool = True) -> Analyzer:
     """The shared analyzer for ``language`` (one per process)."""
-    return Analyzer(language)
+    return Analyzer(language, ignorables=ignorables)
 
 
-def analyzer_for_iso(code: str | None, default: str = "english") -> Analyzer:
+def analyzer_for_iso(
+    code: str | None, default: str = "english", *, ignorables: bool = True
+) -> Analyzer:
     """The analyzer for an ISO 639-1 language code; unknown or undetermined → ``default``."""
     from .language import SNOWBALL_BY_ISO
 
     c = (code or "").lower()
     if c == "uk":
-        return get_analyzer(UKRAINIAN)
+        return get_analyzer(UKRAINIAN, ignorables)
     name = SNOWBALL_BY_ISO.get(c) or _NO_SNOWBALL_ISO.get(c)
-    return get_analyzer(name) if name else get_analyzer(default)
+    return get_analyzer(name or default, ignorables)
 
 
-ANALYSIS_VERSION = 3
-"""Version of :class:`MultiAnalyzer` new collections get. 3: Czech and Hungarian are
-analyzed with their :data:`FOLDED` analyzers (2: plain Snowball). A collection keeps the
-version it was built with, since its postings hold that version's terms; ``ragline index
-build`` re-indexes into the current one."""
+ANALYSIS_VERSION = 4
+"""Version of :class:`MultiAnalyzer` new collections get. 4: default-ignorable characters
+(zero-width space, joiners, soft hyphen, …) are removed instead of splitting words. 3:
+Czech and Hungarian are analyzed with their :data:`FOLDED` analyzers (2: plain Snowball).
+A collection keeps the version it was built with, since its postings hold that version's
+terms; ``ragline index build`` re-indexes into the current one."""
+KNOWN_VERSIONS = (2, 3, 4)
 
 
 class MultiAnalyzer:
@@ -168,8 +189,11 @@ class MultiAnalyzer:
     """
 
     def __init__(self, default: str = "english", version: int = ANALYSIS_VERSION) -> None:
-        if version not in (2, 3):
-            raise ConfigError(f"unknown analysis version {version}; this ragline knows 2 and 3")
+        if version not in KNOWN_VERSIONS:
+            raise ConfigError(
+                f"unknown analysis version {version}; this ragline knows "
+                + ", ".join(map(str, KNOWN_VERSIONS))
+            )
         self.default = default
         self.version = version
         get_analyzer(default)  # validate early
@@ -186,9 +210,10 @@ class MultiAnalyzer:
         return f"multilingual-v{self.version}:{self.default}"
 
     def for_language(self, code: str | None) -> Analyzer:
-        a = analyzer_for_iso(code, self.default)
+        strip = self.version >= 4
+        a = analyzer_for_iso(code, self.default, ignorables=strip)
         if self.version >= 3 and a.language in FOLDED:
-            return get_analyzer(a.language + FOLDED_SUFFIX)
+            return get_analyzer(a.language + FOLDED_SUFFIX, strip)
         return a
 
     def terms(self, text: str, language: str | None = None) -> list[str]:

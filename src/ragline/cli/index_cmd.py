@@ -163,6 +163,30 @@ def index_drop(obj: Any, version: int, as_json: bool) -> None:
         click.echo(f"dropped version {version}")
 
 
+@index_group.command("compact")
+@_json
+@click.pass_obj
+def index_compact(obj: Any, as_json: bool) -> None:
+    """Rewrite the tables that hold document text, so that no byte of a deleted or purged
+    document stays in the database files (what purge does at once unless purge_rewrite is
+    false). Queries wait while a table is rewritten: run it off-peak."""
+    from ..core.settings import Settings
+    from ..store.db import resolve_database
+    from ..store.erasure import erase_dead_rows
+
+    # the database alone: no model to load, whatever the collections were built with
+    s = Settings.resolve(obj.settings_file, data_dir=obj.data_dir, collection=obj.collection)
+    db = resolve_database(s.database_url or s.data_dir, schema=s.db_schema, max_size=1)
+    try:
+        out = erase_dead_rows(db)
+    finally:
+        db.close()
+    if as_json:
+        _echo_json(out)
+    else:
+        click.echo(f"tables rewritten: {', '.join(out['rewritten'])}; WAL {out['wal']}")
+
+
 @index_group.command("compare")
 @click.argument("a", type=int)
 @click.argument("b", type=int)

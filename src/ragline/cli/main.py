@@ -474,13 +474,29 @@ def delete(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None
 @_json
 @click.pass_obj
 def purge(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
-    """Erase documents for good: all versions, cached vectors, and dead rows (VACUUM)."""
+    """Erase documents for good: every version in every index version, the traces that
+    cite them, cached vectors, their names in job records, and every byte of them in the
+    database files (the tables are rewritten once, after the last document: this takes
+    time in proportion to the collection and makes queries wait meanwhile)."""
+    from ..store.erasure import erase_dead_rows
+
     index = obj.index()
-    result = {d: index.purge(d, tenant=tenant) for d in docs}
+    result = {d: index.purge(d, tenant=tenant, erase=False) for d in docs}
     missing = [d for d, r in result.items() if r["versions"] == 0]
+    purged = len(missing) < len(docs)
+    mb = index.settings.purge_rewrite_max_mb
+    erasure = (
+        erase_dead_rows(index.db, max_bytes=None if mb is None else mb << 20)
+        if purged and index.settings.purge_rewrite
+        else None
+    )
     if as_json:
         _echo_json(
-            {"purged": {d: r for d, r in result.items() if r["versions"]}, "not_found": missing}
+            {
+                "purged": {d: r for d, r in result.items() if r["versions"]},
+                "not_found": missing,
+                "erasure": erasure,
+            }
         )
     else:
         for d, r in result.items():
@@ -490,6 +506,12 @@ def purge(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
                 )
             else:
                 click.echo(f"not found: {d}")
+        if erasure is not None and erasure.get("pending"):
+            click.echo(f"erasure pending: {erasure['pending']}")
+        elif erasure is not None:
+            click.echo(f"tables rewritten: {', '.join(erasure['rewritten'])}; WAL {erasure['wal']}")
+        elif purged:
+            click.echo("purge_rewrite is off: run `ragline index compact` to erase the bytes")
     if missing:
         sys.exit(EXIT_FAILURES)
 

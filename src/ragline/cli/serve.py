@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,8 +19,10 @@ from .common import need_serve_extra
     "--sync-root",
     "sync_roots",
     multiple=True,
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Server folders (and their subfolders) admins may sync through the API; repeatable.",
+    metavar="DIR | TENANT=DIR",
+    help="Server folders a tenant's admins may sync through the API (and their "
+    "sub-folders): DIR gives each tenant DIR/<tenant>, TENANT=DIR gives TENANT the folder "
+    "DIR; repeatable. Links inside them are never followed.",
 )
 @click.option(
     "--rate-limit", type=int, default=None, help="Requests per minute per key (default 600)."
@@ -39,7 +40,7 @@ def serve_command(
     obj: Any,
     host: str,
     port: int,
-    sync_roots: tuple[Path, ...],
+    sync_roots: tuple[str, ...],
     rate_limit: int | None,
     workers: int,
     log_level: str,
@@ -53,6 +54,10 @@ def serve_command(
     import uvicorn
 
     from ..serve.app import create_app
+    from ..serve.folders import parse_root
+
+    for spec in sync_roots:  # a missing folder or a bad spec fails here, once
+        parse_root(spec)
 
     if workers > 1:
         import os

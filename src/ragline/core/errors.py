@@ -11,6 +11,10 @@ class ConfigError(RaglineError):
     """A setting or argument is invalid."""
 
 
+class LimitError(ConfigError):
+    """A request is larger than a configured limit (the message names the setting)."""
+
+
 class ParseError(RaglineError):
     """A file could not be turned into text. ``path`` names the file, ``reason`` says why."""
 

@@ -135,6 +135,43 @@ class Settings(BaseModel):
     rate_limit: int = Field(
         default=600, ge=1, description="HTTP API: requests per minute per key (keys may override)"
     )
+    purge_rewrite: bool = Field(
+        default=True,
+        description="purge rewrites the tables holding document text at once, so no byte of "
+        "the document stays in any file; queries wait meanwhile (seconds per 100 MB of "
+        "postings). false: the rewrite waits for `ragline index compact` (run it off-peak)",
+    )
+    purge_rewrite_max_mb: int | None = Field(
+        default=2048,
+        ge=1,
+        description="purge rewrites at once only while the tables holding document text are "
+        "smaller than this (at 10^6 chunks a rewrite, vector index included, takes minutes); "
+        "larger, the erasure is reported pending for `ragline index compact`. null: always",
+    )
+    max_request_bytes: int = Field(
+        default=1 << 20,
+        ge=1024,
+        description="HTTP API: largest request body but uploads (413 beyond, before it is read)",
+    )
+    max_upload_bytes: int = Field(
+        default=100 << 20,
+        ge=1024,
+        description="HTTP API: largest upload request, all files together (413 beyond, "
+        "refused before it is read when the size is announced, as soon as it passes otherwise)",
+    )
+    max_upload_files: int = Field(default=100, ge=1, description="HTTP API: files per upload")
+    max_sync_files: int = Field(
+        default=10_000, ge=1, description="HTTP API: files one folder sync may read"
+    )
+    max_query_chars: int = Field(
+        default=4000, ge=1, description="longest query or question (characters)"
+    )
+    max_filter_chars: int = Field(
+        default=4000, ge=1, description="filter keys and values together (characters)"
+    )
+    max_filter_values: int = Field(
+        default=100, ge=1, description="filter values of one request, all keys together"
+    )
     pool_size: int = Field(default=4, ge=1, le=64, description="database connections per process")
     parse_workers: int | None = Field(
         default=None, ge=1, description="parser processes (default: cores, max 4)"

@@ -104,7 +104,9 @@ class MiniLMEmbedder:
         """:meth:`count_tokens` of many texts at once (the tokenizer's parallel batch)."""
         self.warm_up()
         assert self._counter is not None
-        return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
+        return [
+            len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)
+        ]
 
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np

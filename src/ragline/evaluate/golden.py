@@ -102,15 +102,20 @@ def evaluate_golden(
     from .retrieval import eval_params
 
     qs = load_questions(questions)
-    report = index.ingest(docs, on_progress=on_progress)
-    # a quote no chunk holds is a parse/chunk failure, not a retrieval one: report it
+    principal = Principal()
+    report = index.ingest(docs, on_progress=on_progress, tenant=principal.tenant)
+    # a quote no chunk holds is a parse/chunk failure, not a retrieval one: report it.
+    # Only the chunks the evaluation searches count (its tenant, no groups): on a served
+    # collection another tenant's file of the same name must neither hide a miss nor
+    # tell the evaluation what that tenant holds.
     with index.db.connection() as conn:
         rows = conn.execute(
             "SELECT d.source_uri, c.id, c.text, p.text FROM chunks c "
             "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_parents p "
             "ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
-            "WHERE c.collection_id = %s AND c.is_current",
-            (index.collection.id,),
+            "WHERE c.collection_id = %s AND c.is_current AND c.tenant = %s "
+            "AND c.groups = '{}'::text[]",
+            (index.collection.id, principal.tenant),
         ).fetchall()
     stored: dict[str, set[str]] = {}
     by_source: dict[str, list[tuple[int, str]]] = {}  # chunk id, its text as a hit carries it
@@ -131,7 +136,6 @@ def evaluate_golden(
     params = eval_params(index, depth)
     result: dict[str, Any] = {"stages": {}}
     runs: dict[str, dict[str, list[str]]] = {}
-    principal = Principal()
     for stage in stages:
         run = {}
         trace_ids: dict[str, str] = {}

@@ -243,25 +243,27 @@ class Ingestor:
                 pending.append(_Pending(src, parsed, chunks, is_update))
                 n_pending += len(chunks)
                 if n_pending >= self.batch_chunks:
-                    writer.put(pending, self._embed(pending, report))
+                    writer.put(pending, self._embed(pending, owner, report))
                     pending, n_pending = [], 0
             if pending:
-                writer.put(pending, self._embed(pending, report))
+                writer.put(pending, self._embed(pending, owner, report))
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _embed(self, pending: Sequence[_Pending], report: IngestReport) -> dict[str, Any] | None:
+    def _embed(
+        self, pending: Sequence[_Pending], owner: Principal, report: IngestReport
+    ) -> dict[str, Any] | None:
         """Vectors of the batch's chunk texts by text hash (cache first, then the model);
         None (the batch failed, recorded) when embedding failed."""
         texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
         try:
-            vectors = cached_embeddings(self.db, self.embedder.model_id, texts)
+            vectors = cached_embeddings(self.db, self.embedder.model_id, owner.tenant, texts)
             report.cached += len(vectors)
             missing = [h for h in texts if h not in vectors]
             if missing and self.embed:
                 new = self.embedder.embed_documents([texts[h] for h in missing])
                 fresh = dict(zip(missing, new))
-                store_embeddings(self.db, self.embedder.model_id, fresh)
+                store_embeddings(self.db, self.embedder.model_id, owner.tenant, fresh)
                 vectors.update(fresh)
                 report.embedded += len(missing)
         except Exception as exc:
@@ -336,7 +338,9 @@ class _Writer:
     embedded (the model releases the GIL) while this one is analyzed and written; at most
     one batch waits. Leaving the block waits for the last write."""
 
-    def __init__(self, ingestor: Ingestor, owner: Principal, groups: Sequence[str], report: IngestReport) -> None:
+    def __init__(
+        self, ingestor: Ingestor, owner: Principal, groups: Sequence[str], report: IngestReport
+    ) -> None:
         import queue
         import threading
 
@@ -381,14 +385,17 @@ def backfill_embeddings(
         todo = chunks_without_embeddings(db, collection, limit=batch)
         if not todo:
             return done
-        texts = {text_hash(t): t for _, t in todo}
-        vectors = cached_embeddings(db, embedder.model_id, texts)
-        missing = [h for h in texts if h not in vectors]
-        if missing:
-            fresh = dict(zip(missing, embedder.embed_documents([texts[h] for h in missing])))
-            store_embeddings(db, embedder.model_id, fresh)
-            vectors.update(fresh)
-        set_embeddings(db, [i for i, _ in todo], [vectors[text_hash(t)] for _, t in todo])
+        vectors: dict[tuple[str, str], Any] = {}  # the cache is per tenant
+        for tenant in sorted({t for _, t, _ in todo}):
+            texts = {text_hash(x): x for _, t, x in todo if t == tenant}
+            mine = cached_embeddings(db, embedder.model_id, tenant, texts)
+            missing = [h for h in texts if h not in mine]
+            if missing:
+                fresh = dict(zip(missing, embedder.embed_documents([texts[h] for h in missing])))
+                store_embeddings(db, embedder.model_id, tenant, fresh)
+                mine.update(fresh)
+            vectors.update({(tenant, h): v for h, v in mine.items()})
+        set_embeddings(db, [i for i, _, _ in todo], [vectors[t, text_hash(x)] for _, t, x in todo])
         done += len(todo)
         if on_progress:
             on_progress(len(todo))

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, ParseError
+from ..core.errors import ConfigError, LimitError, ParseError
 from ..core.types import Principal
+from ..parse.files import Boundary
 from ..store.documents import delete_document, list_documents, rename_document
 from .pipeline import Ingestor, IngestReport
-from .sources import Skipped, Source, doc_key_for, file_source, iter_files
+from .sources import Skipped, Source, file_source, iter_files
 
 
 @dataclass
@@ -38,12 +39,19 @@ def sync_folder(
     *,
     owner: Principal,
     on_progress: Callable[[str, int], None] | None = None,
+    boundary: Boundary | None = None,
+    max_files: int | None = None,
 ) -> SyncReport:
+    """Sync ``folder``; every file is read inside ``boundary`` (default: the folder; its
+    parse workers must get the same one, see :meth:`ragline.index.Index.sync`). Links
+    inside the folder are never followed, so every document key lies under the folder and
+    a file that disappears (or becomes a link) is deleted by the next sync."""
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
         raise ConfigError(
             f"sync needs a folder, and {folder} is not one; use `ragline ingest` for single files"
         )
+    boundary = boundary or Boundary.of(root)
     prefix = str(root).rstrip("/") + "/"
     db, collection = ingestor.db, ingestor.collection
     existing = {
@@ -54,18 +62,24 @@ def sync_folder(
 
     items: list[Source | Skipped | tuple[str, ParseError]] = []
     present: set[str] = set()
-    for path, err in iter_files([root]):
-        present.add(doc_key_for(path))
-        if isinstance(err, Skipped):
+    for path, err in iter_files([root], boundary=boundary):
+        if isinstance(err, Skipped):  # a link, not a document: nothing of it stays indexed
             items.append(err)
-        elif err is not None:
+            continue
+        present.add(str(path))  # an unreadable file keeps its last version
+        if err is not None:
             items.append((str(path), err))
         else:
             try:
-                items.append(file_source(path))
+                items.append(file_source(path, boundary))
             except ParseError as exc:
                 items.append((str(path), exc))
 
+    if max_files is not None and len(present) > max_files:
+        raise LimitError(
+            f"{root} holds {len(present):,} files, more than the {max_files:,} one sync may "
+            "read (setting max_sync_files); sync its sub-folders one by one"
+        )
     report = SyncReport()
     vanished = {k: d for k, d in existing.items() if k not in present}
     by_hash: dict[str, list[str]] = {}

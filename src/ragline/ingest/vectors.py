@@ -87,7 +87,9 @@ def _vector(v: Any, dim: int, where: str) -> np.ndarray:
     if a.ndim != 1:
         raise _fail(where, f"the vector must be a flat list of numbers, got shape {a.shape}")
     if a.shape[0] != dim:
-        raise _fail(where, f"the vector has {a.shape[0]} dimensions, the collection's model has {dim}")
+        raise _fail(
+            where, f"the vector has {a.shape[0]} dimensions, the collection's model has {dim}"
+        )
     if not np.isfinite(a).all():
         raise _fail(where, "the vector holds NaN or infinite values")
     if not float(np.abs(a).max()) > 0.0:
@@ -118,7 +120,9 @@ def parse_record(obj: Any, dim: int, where: str) -> VectorDocument:
             raise _fail(at, f"unknown field(s) {sorted(extra)}; known: {sorted(CHUNK_FIELDS)}")
         text = c.get("text")
         if not isinstance(text, str) or not text.strip():
-            raise _fail(at, "the chunk has no text (a vector without text cannot be cited or found by BM25)")
+            raise _fail(
+                at, "the chunk has no text (a vector without text cannot be cited or found by BM25)"
+            )
         if "\x00" in text:
             raise _fail(at, "the text holds a NUL character")
         if "vector" not in c:
@@ -150,7 +154,9 @@ def parse_record(obj: Any, dim: int, where: str) -> VectorDocument:
             when = when.replace(tzinfo=UTC)
     groups = obj.get("groups")
     if groups is not None:
-        if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
+        if not isinstance(groups, list) or not all(
+            isinstance(g, str) and g.strip() for g in groups
+        ):
             raise _fail(where, "'groups' must be a list of non-empty strings")
         groups = tuple(sorted(set(groups)))
     lang = obj.get("language")
@@ -192,7 +198,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
             try:
                 yield f"{path}:{n}", json.loads(line)
             except json.JSONDecodeError as exc:
-                raise _fail(f"{path}:{n}", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise _fail(
+                    f"{path}:{n}", f"not valid JSON ({exc.msg} at column {exc.colno})"
+                ) from None
 
 
 def check_file(path: Path, dim: int) -> tuple[int, int]:
@@ -276,7 +284,11 @@ class VectorIngestor:
         writes = []
         counts = iter(
             self.count_tokens(
-                [c.header + "\n\n" + c.text if c.header else c.text for d, _ in batch for c in d.chunks]
+                [
+                    c.header + "\n\n" + c.text if c.header else c.text
+                    for d, _ in batch
+                    for c in d.chunks
+                ]
             )
         )
         for doc, _ in batch:
@@ -321,10 +333,14 @@ class VectorIngestor:
                     content=None,
                 )
             )
-        results = write_documents(self.db, self.collection, writes, keep_versions=self.keep_versions)
+        results = write_documents(
+            self.db, self.collection, writes, keep_versions=self.keep_versions
+        )
         for (doc, is_update), res in zip(batch, results):
             if isinstance(res, Exception):
-                report.failed.append(Failure(doc.key, f"could not store: {res}", type(res).__name__))
+                report.failed.append(
+                    Failure(doc.key, f"could not store: {res}", type(res).__name__)
+                )
                 continue
             (report.updated if is_update else report.added).append(doc.key)
             report.chunks += len(doc.chunks)
@@ -332,8 +348,11 @@ class VectorIngestor:
             self.on_progress(doc.key, len(doc.chunks), 1)
 
 
-def records_of(docs: Iterable[Mapping[str, Any] | VectorDocument], dim: int) -> Iterator[VectorDocument]:
+def records_of(
+    docs: Iterable[Mapping[str, Any] | VectorDocument], dim: int
+) -> Iterator[VectorDocument]:
     """Python API input: mappings (validated as records, numbered from 1) or documents."""
+
     def pairs() -> Iterator[tuple[str, Any]]:
         for i, d in enumerate(docs, 1):
             yield f"record {i}", d

@@ -27,10 +27,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core import errors as E
 from ..core.types import ParsedDocument
+
+if TYPE_CHECKING:
+    from ..parse.files import Boundary
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MEMORY_MB = 2048
@@ -60,9 +63,10 @@ def _worker_main(conn: Connection, memory_mb: int, parse_fn: str) -> None:
             return
         if msg is None:
             return
-        task_id, path = msg
+        task_id, path, boundary = msg
         try:
-            result: tuple[str, Any] = ("ok", parse(Path(path)))
+            doc = parse(Path(path)) if boundary is None else parse(Path(path), boundary=boundary)
+            result: tuple[str, Any] = ("ok", doc)
         except E.ParseError as exc:
             result = ("err", (type(exc).__name__, exc.path, exc.reason))
         except MemoryError:
@@ -119,7 +123,11 @@ class ParsePool(Generic[T]):
         timeout_s: float | None = None,
         memory_mb: int | None = None,
         parse_fn: str = DEFAULT_PARSE_FN,
+        boundary: Boundary | None = None,
     ) -> None:
+        """``boundary``: every file is read only inside it (a folder sync; see
+        :mod:`ragline.parse.files`)."""
+        self.boundary = boundary
         env = os.environ
         self.workers = (
             workers
@@ -227,7 +235,7 @@ class ParsePool(Generic[T]):
                     break
                 tid = waiting.popleft()
                 idle.task, idle.deadline = tid, time.monotonic() + self.timeout_s
-                idle.conn.send((tid, str(keys[tid][1])))
+                idle.conn.send((tid, str(keys[tid][1]), self.boundary))
             # yield what is ready, in order
             head = order[0]
             key, path, loader = keys[head]

@@ -8,8 +8,6 @@ implementing :class:`ragline.core.protocols.Parser` and set it as that row's ``p
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from ..core.errors import EmptyDocumentError, ParseError, UnsupportedFormatError
 from ..core.protocols import Parser
 from ..core.types import ParsedDocument
 from .docx import DocxParser
+from .files import Boundary, read_file
 from .html import HtmlParser
 from .markdown import MarkdownParser
 from .ocr import ImageParser
@@ -231,16 +230,19 @@ def parse_bytes(data: bytes, *, path: Path, media_type: str | None = None) -> Pa
         raise ParseError(str(path), f"could not parse as {fmt.name}: {exc}") from exc
 
 
-def parse_file(path: Path, *, media_type: str | None = None) -> ParsedDocument:
+def parse_file(
+    path: Path, *, media_type: str | None = None, boundary: Boundary | None = None
+) -> ParsedDocument:
     """Read ``path`` and parse it with the parser for its media type.
 
     The media type is detected from the extension and the leading bytes unless given.
     Raises a :class:`ParseError` subclass (file missing, empty, binary, undecodable, or of
-    an unsupported type) whose ``reason`` says what is wrong and how to fix it.
+    an unsupported type, a link, outside ``boundary``) whose ``reason`` says what is wrong
+    and how to fix it.
     """
     path = Path(path)
     try:
-        data = _read_regular_file(path)
+        data = read_file(path, boundary)
     except FileNotFoundError:
         raise ParseError(str(path), "file not found; check the path") from None
     except IsADirectoryError:
@@ -250,20 +252,3 @@ def parse_file(path: Path, *, media_type: str | None = None) -> ParsedDocument:
     except OSError as exc:
         raise ParseError(str(path), f"could not read the file: {exc.strerror or exc}") from None
     return parse_bytes(data, path=path, media_type=media_type)
-
-
-def _read_regular_file(path: Path) -> bytes:
-    """The bytes of ``path``; a FIFO, socket or device is refused before it is read (reading
-    one can block forever or never end). Opened non-blocking, so a FIFO cannot hang here."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with open(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(str(path))
-        if not stat.S_ISREG(mode):
-            raise ParseError(
-                str(path),
-                "is not a regular file but a FIFO, socket or device, so it is not read "
-                "(that could block or never end); pass a regular file",
-            )
-        return f.read()

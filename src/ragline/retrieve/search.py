@@ -91,7 +91,7 @@ class HybridSearcher:
         self.embedder = embedder
         self.analyzer = analyzer
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragline-leg")
-        self._lang_cache: dict[str, tuple[float, tuple[str, ...]]] = {}
+        self._lang_cache: dict[tuple[Any, ...], tuple[float, tuple[str, ...]]] = {}
 
     @property
     def has_parents(self) -> bool:
@@ -101,22 +101,18 @@ class HybridSearcher:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
 
-    def _languages(self, tenant: str) -> tuple[str, ...]:
-        """Languages of the tenant's documents (cached ~10 s): a query is analyzed in each."""
+    def _languages(self, principal: Principal, include_history: bool) -> tuple[str, ...]:
+        """Languages of the documents the caller may read (cached ~10 s): a query is
+        analyzed in each, so documents the caller cannot read never change its terms."""
+        from ..store.bm25 import visible_languages
+
         now = time.monotonic()
-        hit = self._lang_cache.get(tenant)
+        key = (principal.tenant, tuple(sorted(principal.groups)), include_history)
+        hit = self._lang_cache.get(key)
         if hit and now - hit[0] < 10.0:
             return hit[1]
-        with self.db.connection() as conn:
-            langs = tuple(
-                r[0]
-                for r in conn.execute(
-                    "SELECT DISTINCT language FROM documents WHERE collection_id = %s AND tenant = %s "
-                    "AND is_current AND language IS NOT NULL ORDER BY 1",
-                    (self.collection.id, tenant),
-                )
-            )
-        self._lang_cache[tenant] = (now, langs)
+        langs = visible_languages(self.db, self.collection, principal, include_history)
+        self._lang_cache[key] = (now, langs)
         return langs
 
     def _reranked(
@@ -160,7 +156,9 @@ class HybridSearcher:
     ) -> tuple[list, float, dict[str, Any]]:
         t = time.perf_counter()
         terms, languages = self.analyzer.query_analysis(
-            query, self._languages(principal.tenant), detect=p.query_languages == "detected"
+            query,
+            self._languages(principal, p.include_history),
+            detect=p.query_languages == "detected",
         )
         res = bm25_search(
             self.db,

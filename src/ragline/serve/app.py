@@ -12,8 +12,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import math
-import re
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -27,20 +25,23 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 
-from ..core.errors import AccessError, ConfigError, NotFoundError, RaglineError
+from ..core.errors import AccessError, ConfigError, LimitError, NotFoundError, RaglineError
 from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import Answer
 from ..store import jobs as jobstore
 from ..store.keys import create_key, list_keys, lookup_key, revoke_key
+from ..store.secrets import installation_secret
 from .auth import Admin, Caller, RateLimiter, Who, retry_after
+from .folders import SyncRoots, Uploads
+from .guards import Guard, security_headers
+from .ids import IdCodec
 from .jobs import JobRunner
 from .metrics import Metrics
-from .schemas import AskRequest, KeyRequest, SearchRequest, SyncRequest, _no_nul
+from .public import PublicView, neutralize
+from .schemas import AskRequest, KeyRequest, SearchRequest, SyncRequest, form_text, metadata_field
 
 log = logging.getLogger("ragline.serve")
 STATIC = Path(__file__).parent / "static"
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024
-_SAFE_NAME = re.compile(r"[^\w.\- ()]+")
 
 
 def _error(status: int, message: str, kind: str, headers: Mapping[str, str] | None = None) -> Any:
@@ -70,18 +71,20 @@ class Server:
         self,
         index: Any,
         *,
-        sync_roots: tuple[Path, ...] = (),
+        sync_roots: tuple[str | Path, ...] = (),
         upload_dir: Path | None = None,
         rate_limit: int | None = None,
     ) -> None:
         self.index = index
         self.db = index.db
-        self.sync_roots = tuple(Path(r).expanduser().resolve() for r in sync_roots)
+        self.sync_roots = SyncRoots(sync_roots)
         self.upload_dir = Path(upload_dir or tempfile.mkdtemp(prefix="ragline-uploads-"))
+        self.uploads = Uploads(self.upload_dir)
         self.rate_limit = rate_limit or index.settings.rate_limit
         self.limiter = RateLimiter()
         self.jobs = JobRunner(index)
         self.metrics = Metrics(lambda: jobstore.queue_counts(self.db))
+        self.view = PublicView(IdCodec(installation_secret(self.db)), self.sync_roots.roots)
 
     # -- identity -------------------------------------------------------------------
     def caller(
@@ -119,6 +122,7 @@ class Server:
     # -- query ----------------------------------------------------------------------
     def search(self, caller: Caller, req: SearchRequest) -> dict[str, Any]:
         if self.index.collection is None:  # nothing ingested yet, by anyone
+            self.index.check_size(req.query, req.filters or None)
             return search_dict(req.query, mode=req.mode or "hybrid")
         res = self.index.search_result(
             req.query,
@@ -126,11 +130,12 @@ class Server:
             groups=caller.groups,
             k=req.k,
             mode=req.mode,
-            filters=req.filters or None,
+            filters=self.view.filters_in(req.filters, caller.tenant) or None,
             include_history=req.include_history,
+            trace_key=caller.key.id,
         )
         self.metrics.observe_stages(res.timings_ms)
-        return search_dict(req.query, res)
+        return dict(self.view.out(search_dict(req.query, res), caller.tenant))
 
     def ask_items(
         self,
@@ -143,7 +148,24 @@ class Server:
         history: list[dict[str, str]] | None = None,
         stream: bool = True,
     ) -> Iterator[str | Answer]:
-        """Text pieces, then the checked answer (an abstention on an empty index)."""
+        """Text pieces, then the checked answer (an abstention on an empty index). The
+        request's size is checked now, before a stream starts (a 422, not an SSE error)."""
+        self.index.check_size(question, filters or None)
+        return self._ask_items(
+            caller, question, k=k, mode=mode, filters=filters, history=history, stream=stream
+        )
+
+    def _ask_items(
+        self,
+        caller: Caller,
+        question: str,
+        *,
+        k: int | None,
+        mode: str | None,
+        filters: dict[str, Any] | None,
+        history: list[dict[str, str]] | None,
+        stream: bool,
+    ) -> Iterator[str | Answer]:
         if self.index.collection is None:
             a = nothing_ingested(question)
             yield a.text
@@ -156,9 +178,10 @@ class Server:
             groups=caller.groups,
             k=k,
             mode=mode,
-            filters=filters or None,
+            filters=self.view.filters_in(filters, caller.tenant) or None,
             history=history or (),
             stream=stream,
+            trace_key=caller.key.id,
         ):
             if isinstance(item, Answer):
                 self.metrics.observe_stages({"ask": (time.perf_counter() - t0) * 1000})
@@ -170,71 +193,32 @@ class Server:
 
     def documents(self, caller: Caller) -> list[dict[str, Any]]:
         return [
-            _doc_dict(d)
+            self.doc_dict(caller, d)
             for d in self.index.documents(tenant=caller.tenant)
             if self.visible(caller, d.groups)
         ]
 
-    def document(self, caller: Caller, doc_id: int) -> Any:
+    def doc_dict(self, caller: Caller, d: Any) -> dict[str, Any]:
+        return {**self.view.out(_doc_dict(d), caller.tenant), "id": self.view.id("doc", d.id)}
+
+    def document(self, caller: Caller, doc_id: str) -> Any:
+        """The document a public id names, if the caller may read it (404 otherwise)."""
         from ..store.documents import get_document_by_id
 
         self.index._refresh()
         d = None
-        if self.index.collection is not None:
-            d = get_document_by_id(self.db, self.index.collection, caller.tenant, doc_id)
+        n = self.view.internal("doc", doc_id)
+        if self.index.collection is not None and n is not None:
+            d = get_document_by_id(self.db, self.index.collection, caller.tenant, n)
         if d is None or not self.visible(caller, d.groups):
-            raise HTTPException(404, f"no document {doc_id}")
+            raise HTTPException(404, f"no document {doc_id[:64]}")
         return d
 
-    def save_uploads(self, caller: Caller, files: list[UploadFile]) -> list[tuple[str, Path]]:
-        import hashlib
-        import secrets
+    def job(self, caller: Caller, job: dict[str, Any]) -> dict[str, Any]:
+        return {**job, "id": self.view.id("job", job["id"])}
 
-        tenant_dir = hashlib.sha256(caller.tenant.encode()).hexdigest()[:16]
-        folder = self.upload_dir / tenant_dir / secrets.token_hex(6)
-        folder.mkdir(parents=True, exist_ok=True)
-        saved = []
-        for i, f in enumerate(files):
-            name = _SAFE_NAME.sub("_", Path(f.filename or "").name).strip()
-            if not name.strip("."):  # "", "." and ".." name no file (".." is the folder above)
-                name = f"file-{i}"
-            path = folder / name
-            size = 0
-            with path.open("wb") as out:
-                while chunk := f.file.read(1 << 20):
-                    size += len(chunk)
-                    if size > MAX_UPLOAD_BYTES:
-                        raise HTTPException(
-                            413, f"{name} is larger than {MAX_UPLOAD_BYTES >> 20} MB"
-                        )
-                    out.write(chunk)
-            saved.append((name, path))
-        return saved
-
-    def sync_folder(self, path: str) -> Path:
-        if not self.sync_roots:
-            raise HTTPException(
-                403,
-                "folder sync is off on this server; start it with --sync-root DIR to allow "
-                "folders under DIR",
-            )
-        try:  # ~unknown-user, names too long for the file system: a bad path, not a crash
-            folder = Path(path).expanduser().resolve()
-        except (RuntimeError, OSError, ValueError) as exc:
-            raise HTTPException(400, f"{path} is not a usable folder path: {exc}") from exc
-        if not any(folder == r or r in folder.parents for r in self.sync_roots):
-            raise HTTPException(
-                403,
-                f"{path} is outside the sync roots of this server: "
-                + ", ".join(str(r) for r in self.sync_roots),
-            )
-        try:
-            is_dir = folder.is_dir()
-        except OSError:
-            is_dir = False
-        if not is_dir:
-            raise HTTPException(400, f"{path} is not a folder on the server")
-        return folder
+    def key(self, rec: Any) -> dict[str, Any]:
+        return {**rec.to_dict(), "id": self.view.id("key", rec.id)}
 
 
 def _doc_dict(d: Any) -> dict[str, Any]:
@@ -275,6 +259,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         srv.jobs.start()
+        srv.uploads.sweep(
+            lambda job_id, t: (jobstore.get_job(srv.db, job_id, t) or {}).get("status")
+        )
         if index.embedder is not None and hasattr(index.embedder, "warm_up"):
             index.embedder.warm_up()
         if index.settings.query_languages == "detected" and _multilingual(index):
@@ -293,6 +280,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.server = srv
+    limits = index.settings
+    app.add_middleware(Guard, max_body=limits.max_request_bytes, max_upload=limits.max_upload_bytes)
 
     # -- errors and metrics -----------------------------------------------------------
     @app.exception_handler(HTTPException)
@@ -315,8 +304,22 @@ def create_app(
             return _error(403, str(exc), "permission_error")
         if isinstance(exc, NotFoundError):
             return _error(404, str(exc), "not_found_error")
+        if isinstance(exc, LimitError):
+            return _error(422, str(exc), "invalid_request_error")
         status = 400 if isinstance(exc, ConfigError) else 500
         return _error(status, str(exc), "invalid_request_error" if status == 400 else "error")
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> Any:
+        # answered outside the other middleware: the error shape and the security headers
+        # here too, and never the exception's text (it may hold server paths)
+        log.error("unhandled error on %s", request.url.path, exc_info=exc)
+        return _error(
+            500,
+            f"internal error ({type(exc).__name__}); the server log has the details",
+            "error",
+            security_headers(request.url.path),
+        )
 
     @app.middleware("http")
     async def measure(request: Request, call_next: Any) -> Any:
@@ -397,15 +400,15 @@ def create_app(
         )
         if not stream:
             answer = [i for i in items if isinstance(i, Answer)][-1]
-            return answer_dict(answer)
+            return srv.view.answer(answer_dict(answer), c.tenant)
 
         def events() -> Iterator[str]:
             try:
                 for item in items:
                     if isinstance(item, Answer):
-                        yield _sse("answer", answer_dict(item))
+                        yield _sse("answer", srv.view.answer(answer_dict(item), c.tenant))
                     elif item:
-                        yield _sse("delta", {"text": item})
+                        yield _sse("delta", {"text": neutralize(item)})
             except RaglineError as exc:
                 yield _sse("error", {"message": str(exc)})
             except Exception as exc:  # the stream has started: report in-band
@@ -422,19 +425,26 @@ def create_app(
     def traces(c: Who, limit: int = 20) -> dict[str, Any]:
         if not 1 <= limit <= 200:
             raise HTTPException(422, "limit must be between 1 and 200")
-        items = index.traces(tenant=c.tenant, groups=c.groups, limit=limit, admin=c.admin)
+        items = index.traces(
+            tenant=c.tenant, groups=c.groups, limit=limit, admin=c.admin, key_id=c.key.id
+        )
         return {"traces": items}
 
     @app.get("/v1/traces/{trace_id}", tags=["traces"], summary="One trace, every stage")
     def trace(trace_id: str, c: Who) -> dict[str, Any]:
         t = (
-            index.trace(trace_id[:64], tenant=c.tenant, groups=c.groups, admin=c.admin)
+            index.trace(
+                trace_id[:64], tenant=c.tenant, groups=c.groups, admin=c.admin, key_id=c.key.id
+            )
             if "\x00" not in trace_id
             else None
         )
         if t is None:
             raise HTTPException(404, f"no trace {trace_id[:64]!r}")
-        return t
+        out = dict(srv.view.out(t, c.tenant))
+        if isinstance(out.get("generation"), dict):
+            out["generation"] = srv.view.answer(out["generation"], c.tenant)
+        return out
 
     # -- documents and jobs -------------------------------------------------------------
     @app.get("/v1/documents", tags=["documents"], summary="Documents the caller may read")
@@ -445,21 +455,21 @@ def create_app(
         return {"documents": docs[offset : offset + limit], "total": len(docs), "offset": offset}
 
     @app.get("/v1/documents/{doc_id}", tags=["documents"])
-    def document(doc_id: int, c: Who) -> dict[str, Any]:
-        return _doc_dict(srv.document(c, doc_id))
+    def document(doc_id: str, c: Who) -> dict[str, Any]:
+        return srv.doc_dict(c, srv.document(c, doc_id))
 
     @app.delete("/v1/documents/{doc_id}", tags=["documents"], summary="Delete (admin)")
-    def delete_document(doc_id: int, c: Admin, purge: bool = False) -> dict[str, Any]:
+    def delete_document(doc_id: str, c: Admin, purge: bool = False) -> dict[str, Any]:
         from ..store.documents import delete_document as delete
-        from ..store.documents import purge_document
 
         d = srv.document(c, doc_id)
+        public = srv.view.id("doc", d.id)
         if purge:
-            return {
-                "deleted": d.id,
-                **purge_document(srv.db, index.collection, c.tenant, d.doc_key),
-            }
-        return {"deleted": d.id, "versions": delete(srv.db, index.collection, c.tenant, d.doc_key)}
+            return {"deleted": public, **index.purge_keys([d.doc_key], tenant=c.tenant)}
+        return {
+            "deleted": public,
+            "versions": delete(srv.db, index.collection, c.tenant, d.doc_key),
+        }
 
     @app.post(
         "/v1/documents",
@@ -473,36 +483,49 @@ def create_app(
         groups: Annotated[str, Form(description="Comma-separated allowed groups")] = "",
         metadata: Annotated[str, Form(description="JSON object stored on each document")] = "",
     ) -> dict[str, Any]:
-        meta = _metadata(metadata)
+        meta = metadata_field(metadata)
         group_list = sorted({g.strip() for g in groups.split(",") if g.strip()})
-        _form_text("groups", group_list)
+        form_text("groups", group_list)
         if not files:
             raise HTTPException(400, "no files: send one or more 'files' parts")
-        return {
-            "job": srv.jobs.submit_files(
-                c.tenant, group_list, srv.save_uploads(c, files), metadata=meta
+        folder, saved = srv.uploads.save(c.tenant, files, max_files=index.settings.max_upload_files)
+        try:
+            job = srv.jobs.submit_files(
+                c.tenant,
+                group_list,
+                saved,
+                metadata=meta,
+                cleanup=lambda: srv.uploads.remove(folder),
             )
-        }
+        except BaseException:
+            srv.uploads.remove(folder)
+            raise
+        srv.uploads.claim(folder, job, c.tenant)
+        return {"job": srv.job(c, job)}
 
     @app.post(
         "/v1/sync", tags=["documents"], status_code=202, summary="Sync a server folder (admin)"
     )
     def sync(req: SyncRequest, c: Admin) -> dict[str, Any]:
-        folder = srv.sync_folder(req.path)
-        return {"job": srv.jobs.submit_sync(c.tenant, req.groups, folder)}
+        folder = srv.sync_roots.check(c.tenant, req.path)
+        job = srv.jobs.submit_sync(
+            c.tenant, req.groups, folder, max_files=index.settings.max_sync_files
+        )
+        return {"job": srv.job(c, job)}
 
     # jobs are admin-only like the uploads that make them: their file names and reports
     # name every document of the job, whatever its groups
     @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs (admin)")
     def jobs(c: Admin) -> dict[str, Any]:
-        return {"jobs": jobstore.list_jobs(srv.db, c.tenant)}
+        return {"jobs": [srv.job(c, j) for j in jobstore.list_jobs(srv.db, c.tenant)]}
 
     @app.get("/v1/jobs/{job_id}", tags=["documents"], summary="One ingest job (admin)")
-    def job(job_id: int, c: Admin) -> dict[str, Any]:
-        j = jobstore.get_job(srv.db, job_id, c.tenant) if abs(job_id) < 2**62 else None
+    def job(job_id: str, c: Admin) -> dict[str, Any]:
+        n = srv.view.internal("job", job_id)
+        j = jobstore.get_job(srv.db, n, c.tenant) if n is not None else None
         if j is None:
-            raise HTTPException(404, f"no job {job_id}")
-        return j
+            raise HTTPException(404, f"no job {job_id[:64]}")
+        return srv.job(c, j)
 
     # -- keys -------------------------------------------------------------------------
     @app.post("/v1/keys", tags=["identity"], status_code=201, summary="Create a key (admin)")
@@ -515,16 +538,17 @@ def create_app(
             name=req.name,
             rate_limit=req.rate_limit,
         )
-        return {"key": key, **rec.to_dict()}
+        return {"key": key, **srv.key(rec)}
 
     @app.get("/v1/keys", tags=["identity"], summary="The tenant's keys (admin)")
     def keys(c: Admin) -> dict[str, Any]:
-        return {"keys": [k.to_dict() for k in list_keys(srv.db, c.tenant)]}
+        return {"keys": [srv.key(k) for k in list_keys(srv.db, c.tenant)]}
 
     @app.delete("/v1/keys/{key_id}", tags=["identity"], summary="Revoke a key (admin)")
-    def revoke(key_id: int, c: Admin) -> dict[str, Any]:
-        if not (0 < key_id < 2**31) or not revoke_key(srv.db, key_id, tenant=c.tenant):
-            raise HTTPException(404, f"no key {key_id}")
+    def revoke(key_id: str, c: Admin) -> dict[str, Any]:
+        n = srv.view.internal("key", key_id)
+        if n is None or not (0 < n < 2**31) or not revoke_key(srv.db, n, tenant=c.tenant):
+            raise HTTPException(404, f"no key {key_id[:64]}")
         return {"revoked": key_id}
 
     # -- OpenAI-compatible chat and the page ----------------------------------------------
@@ -545,37 +569,6 @@ def create_app(
     return app
 
 
-def _form_text(field: str, value: Any) -> None:
-    """Form fields skip the models' validators: refuse NUL with a 400, not a crash."""
-    try:
-        _no_nul(value)
-    except ValueError as exc:
-        raise HTTPException(400, f"{field}: {exc}") from exc
-
-
-def _finite(text: str) -> float:
-    """NaN, ±Infinity and 1e999 parse in Python, but PostgreSQL's jsonb refuses them."""
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(f"{text} is not a finite JSON number")
-    return v
-
-
-def _metadata(text: str) -> dict[str, Any] | None:
-    if not text.strip():
-        return None
-    try:
-        meta = json.loads(text, parse_float=_finite, parse_constant=_finite)
-    except json.JSONDecodeError as exc:
-        raise HTTPException(400, f"metadata is not JSON: {exc.msg}") from exc
-    except ValueError as exc:
-        raise HTTPException(400, f"metadata is not JSON: {exc}") from exc
-    if not isinstance(meta, dict):
-        raise HTTPException(400, 'metadata must be a JSON object, e.g. {"department": "hr"}')
-    _form_text("metadata", meta)
-    return {str(k): v for k, v in meta.items()}
-
-
 SERVE_CONFIG_ENV = "RAGLINE_SERVE_CONFIG"
 
 
@@ -586,8 +579,8 @@ def _multilingual(index: Any) -> bool:
         return False
     with index.db.connection() as conn:
         n = conn.execute(
-            "SELECT count(DISTINCT language) FROM documents WHERE collection_id = %s "
-            "AND is_current AND language <> 'und'",
+            "SELECT count(DISTINCT language) FROM bm25_languages WHERE collection_id = %s "
+            "AND language NOT IN ('', 'und') AND n_chunks > 0",
             (index.collection.id,),
         ).fetchone()[0]
     return int(n) > 1

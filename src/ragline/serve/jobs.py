@@ -22,6 +22,19 @@ log = logging.getLogger("ragline.serve")
 _PROCESS_START = datetime.now(UTC)
 
 
+def _named(report: dict[str, Any], files: Sequence[tuple[str, Path]]) -> dict[str, Any]:
+    """The report with each saved upload's server path replaced by its upload name, so
+    no server path reaches the tenant."""
+    names = {str(p): f"upload:{n}" for n, p in files}
+    for f in report.get("failed", ()):
+        f["source"] = names.get(f["source"], f["source"])
+        for path, name in names.items():
+            f["reason"] = f["reason"].replace(path, name)
+    for s in report.get("skipped", ()):
+        s["source"] = names.get(s["source"], s["source"])
+    return report
+
+
 class JobRunner:
     """A queue of ingest jobs worked by one thread (embedding already uses the cores)."""
 
@@ -84,9 +97,11 @@ class JobRunner:
         files: Sequence[tuple[str, Path]],
         *,
         metadata: dict[str, Any] | None = None,
+        cleanup: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         """Ingest uploaded files (``(name, saved path)``); each becomes document
-        ``upload:NAME`` of ``tenant``, so uploading the same name again updates it."""
+        ``upload:NAME`` of ``tenant``, so uploading the same name again updates it.
+        ``cleanup`` runs when the job ends, whatever the outcome (it removes the files)."""
         job = create_job(
             self.index.db, tenant, "upload", len(files), {"files": [n for n, _ in files]}
         )
@@ -104,28 +119,52 @@ class JobRunner:
                         continue
                     yield replace(src, doc_key=f"upload:{name}", source_uri=f"upload:{name}")
 
-            report = self.index.ingest_sources(
-                sources(),
-                tenant=tenant,
-                groups=list(groups),
-                on_progress=self._progress(job_id),
-                metadata=metadata,
-            )
-            return dict(report.to_dict())
+            try:
+                report = self.index.ingest_sources(
+                    sources(),
+                    tenant=tenant,
+                    groups=list(groups),
+                    on_progress=self._progress(job_id),
+                    metadata=metadata,
+                )
+            finally:
+                if cleanup is not None:
+                    cleanup()
+            return _named(dict(report.to_dict()), files)
 
         self._queue.put((job["id"], run))
         return job
 
-    def submit_sync(self, tenant: str, groups: Sequence[str], folder: Path) -> dict[str, Any]:
-        """Make the tenant's documents under ``folder`` equal the folder."""
-        from ..ingest.sources import iter_files
+    def submit_sync(
+        self, tenant: str, groups: Sequence[str], folder: Path, *, max_files: int | None = None
+    ) -> dict[str, Any]:
+        """Make the tenant's documents under ``folder`` equal the folder, read as a server
+        sync reads (strictly inside it: no links, hard links or other mounts). A folder
+        with more than ``max_files`` files is refused before anything is written."""
+        from itertools import islice
 
-        total = sum(1 for _p, err in iter_files([folder]) if err is None)
+        from ..core.errors import LimitError
+        from ..ingest.sources import iter_files
+        from ..parse.files import Boundary
+
+        found = iter_files([folder], boundary=Boundary.of(folder, strict=True))
+        cap = None if max_files is None else max_files + 1
+        total = sum(1 for _p, err in islice(found, cap) if err is None)
+        if max_files is not None and total > max_files:
+            raise LimitError(
+                f"{folder} holds more than {max_files:,} files (setting max_sync_files); "
+                "sync its sub-folders one by one"
+            )
         job = create_job(self.index.db, tenant, "sync", total, {"folder": str(folder)})
 
         def run(job_id: int) -> dict[str, Any]:
             report = self.index.sync(
-                folder, tenant=tenant, groups=list(groups), on_progress=self._progress(job_id)
+                folder,
+                tenant=tenant,
+                groups=list(groups),
+                on_progress=self._progress(job_id),
+                strict=True,
+                max_files=max_files,
             )
             return dict(report.to_dict())
 

@@ -27,8 +27,9 @@ from typing_extensions import TypedDict  # pydantic needs it for TypedDict schem
 
 from ..core.errors import ConfigError, RaglineError
 from ..core.trace import answer_dict, nothing_ingested, search_dict
-from ..core.types import Answer, Hit, breadcrumb
+from ..core.types import breadcrumb
 from ..store.keys import ApiKey, lookup_key
+from .public import PublicView
 
 log = logging.getLogger("ragline.mcp")
 
@@ -85,8 +86,8 @@ class HitOut(TypedDict, total=False):
 
     rank: int
     score: float
-    chunk_id: int
-    document_id: int
+    chunk_id: str
+    document_id: str
     doc_key: str
     title: str
     source: str
@@ -117,7 +118,7 @@ class CitationOut(TypedDict, total=False):
     heading_path: list[str]
     source: str
     page: int | None
-    chunk_id: int
+    chunk_id: str
     doc_key: str
     quote: str
     text: str | None
@@ -183,31 +184,34 @@ def _where(title: str, heading_path: tuple[str, ...] | list[str], source: str, p
     return f"{place} ({detail})"
 
 
-def format_hits(query: str, hits: list[Hit] | tuple[Hit, ...]) -> str:
-    """Numbered passages with where they come from and their score."""
+def format_hits(query: str, hits: list[dict[str, Any]]) -> str:
+    """Numbered passages (hit dicts as shown) with where they come from and their score."""
     if not hits:
         return f'No passages found for "{query}" in the documents this key may read.'
     out = [f'{len(hits)} passage{"s" if len(hits) != 1 else ""} for "{query}", best first:']
     for h in hits:
         out.append("")
-        out.append(f"[{h.rank}] {_where(h.title, h.heading_path, h.source, h.page)}")
-        out.append(f"score {h.score:.4f}")
-        out.append(h.text.strip())
+        where = _where(h["title"], h["heading_path"], h["source"], h.get("page"))
+        out.append(f"[{h['rank']}] {where}")
+        out.append(f"score {h['score']:.4f}")
+        out.append(str(h.get("text") or "").strip())
     return "\n".join(out)
 
 
-def format_answer(a: Answer) -> str:
-    """The answer with its [n] markers, then ``Sources:`` and any notes."""
-    out = [a.text.strip()]
-    if a.citations:
+def format_answer(a: dict[str, Any]) -> str:
+    """The answer (an answer dict as shown) with its [n] markers, then ``Sources:`` and
+    any notes."""
+    out = [str(a["answer"]).strip()]
+    if a["citations"]:
         out += ["", "Sources:"]
         out += [
-            f"[{c.number}] {_where(c.title, c.heading_path, c.source, c.page)}" for c in a.citations
+            f"[{c['number']}] {_where(c['title'], c['heading_path'], c['source'], c.get('page'))}"
+            for c in a["citations"]
         ]
-    if a.grounded_ratio is not None:
-        out += ["", f"Grounded: {a.grounded_ratio:.0%} of claims supported by their sources."]
-    if a.notes:
-        out += ["", *(f"Note: {n}" for n in a.notes)]
+    if a.get("grounded_ratio") is not None:
+        out += ["", f"Grounded: {a['grounded_ratio']:.0%} of claims supported by their sources."]
+    if a.get("notes"):
+        out += ["", *(f"Note: {n}" for n in a["notes"])]
     return "\n".join(out)
 
 
@@ -235,6 +239,16 @@ class RaglineTools:
         self._key = api_key
         self._lock = threading.Lock()
         self._reopened: list[Any] = []
+        self._view: PublicView | None = None
+
+    def view(self) -> PublicView:
+        """What the tools show: ids encrypted, no server paths, inert answer markup."""
+        if self._view is None:
+            from ..store.secrets import installation_secret
+            from .ids import IdCodec
+
+            self._view = PublicView(IdCodec(installation_secret(self._index.db)))
+        return self._view
 
     def index(self) -> Any:
         """The index; reopened once documents exist if it was empty when the server started
@@ -270,9 +284,13 @@ class RaglineTools:
         if not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         if idx.collection is None:  # nothing ingested yet, by anyone
+            idx.check_size(query, filters)
             return format_hits(query, []), search_dict(query)
-        res = idx.search_result(query, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
-        return format_hits(query, res.hits), search_dict(query, res, timings=False)
+        res = idx.search_result(
+            query, tenant=who.tenant, groups=who.groups, k=k, filters=filters, trace_key=who.id
+        )
+        data = self.view().out(search_dict(query, res, timings=False), who.tenant)
+        return format_hits(query, data["hits"]), data
 
     def ask(
         self, question: str, k: int | None = None, filters: dict[str, str] | None = None
@@ -284,10 +302,19 @@ class RaglineTools:
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
         if idx.collection is None:
+            idx.check_size(question, filters)
             a = nothing_ingested(question)
         else:
-            a = idx.ask(question, tenant=who.tenant, groups=who.groups, k=k, filters=filters)
-        return format_answer(a), answer_dict(a)
+            a = idx.ask(
+                question,
+                tenant=who.tenant,
+                groups=who.groups,
+                k=k,
+                filters=filters,
+                trace_key=who.id,
+            )
+        data = self.view().answer(answer_dict(a), who.tenant)
+        return format_answer(data), data
 
     def close(self) -> None:
         """Close the indexes this object opened (not the one it was given)."""

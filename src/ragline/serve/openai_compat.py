@@ -10,6 +10,7 @@ follows the OpenAI chunk format and ends with ``data: [DONE]``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -19,10 +20,12 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from ..core.errors import RaglineError
 from ..core.trace import citation_dict
 from ..core.types import Answer, breadcrumb
 from .auth import Who
 
+log = logging.getLogger("ragline.serve")
 MODEL_ID = "ragline"
 _FOOTER = re.compile(r"\n\nSources:\n(?:\[\d+\][^\n]*\n?)+\Z")
 
@@ -64,8 +67,8 @@ def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str
     question = _text(messages[last].content).strip()
     if not question:
         raise HTTPException(400, "the last user message is empty; put the question in it")
-    if "\x00" in question or len(question) > 4000:
-        raise HTTPException(400, "the question must be under 4000 characters, without NUL")
+    if "\x00" in question:  # its length is checked with the others (max_query_chars)
+        raise HTTPException(400, "the question must not contain NUL characters")
     history = []
     for m in messages[:last]:
         if m.role in ("user", "assistant"):
@@ -130,11 +133,12 @@ def add_chat_routes(app: FastAPI, srv: Any) -> None:
         question, history = split_messages(req.messages)
         items = srv.ask_items(c, question, history=history, stream=req.stream)
         created = int(time.time())
+        shown = _Shown(srv.view, c.tenant)
         if not req.stream:
             answer = [i for i in items if isinstance(i, Answer)][-1]
-            return completion(answer, req.model, created)
+            return completion(answer, req.model, created, shown)
         return StreamingResponse(
-            stream_chunks(items, req.model, created), media_type="text/event-stream"
+            stream_chunks(items, req.model, created, shown), media_type="text/event-stream"
         )
 
 
@@ -148,9 +152,29 @@ def _meta(answer: Answer) -> dict[str, Any]:
     }
 
 
-def completion(answer: Answer, model: str, created: int) -> dict[str, Any]:
-    sources = sources_for(answer.text, answer)
-    content = with_footer(answer.text, sources)
+class _Shown:
+    """The public view for one caller: ids encrypted, no server paths, inert markup."""
+
+    def __init__(self, view: Any = None, tenant: str = "") -> None:
+        self.view, self.tenant = view, tenant
+
+    def sources(self, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.view is None:
+            return sources
+        return [self.view.citation(c) for c in self.view.out(sources, self.tenant)]
+
+    def text(self, text: str) -> str:
+        from .public import neutralize
+
+        return text if self.view is None else neutralize(text)
+
+
+def completion(
+    answer: Answer, model: str, created: int, shown: _Shown | None = None
+) -> dict[str, Any]:
+    shown = shown or _Shown()
+    sources = shown.sources(sources_for(answer.text, answer))
+    content = with_footer(shown.text(answer.text), sources)
     completion_tokens = len(content.split())
     return {
         "id": f"chatcmpl-{answer.trace_id or created}",
@@ -174,7 +198,10 @@ def completion(answer: Answer, model: str, created: int) -> dict[str, Any]:
     }
 
 
-def stream_chunks(items: Iterator[str | Answer], model: str, created: int) -> Iterator[str]:
+def stream_chunks(
+    items: Iterator[str | Answer], model: str, created: int, shown: _Shown | None = None
+) -> Iterator[str]:
+    shown = shown or _Shown()
     cid = f"chatcmpl-{created}"
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
@@ -193,15 +220,19 @@ def stream_chunks(items: Iterator[str | Answer], model: str, created: int) -> It
     try:
         for item in items:
             if isinstance(item, Answer):
-                sources = sources_for("".join(streamed), item)
+                sources = shown.sources(sources_for("".join(streamed), item))
                 footer = with_footer("", sources)
                 if footer:
                     yield chunk({"content": footer})
                 yield chunk({}, "stop", citations=sources, ragline=_meta(item))
             elif item:
                 streamed.append(item)
-                yield chunk({"content": item})
-    except Exception as exc:  # the stream has started: say so in-band, then end it
-        err = {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "error"}}
+                yield chunk({"content": shown.text(item)})
+    except RaglineError as exc:  # the stream has started: say so in-band, then end it
+        err = {"error": {"message": str(exc), "type": "invalid_request_error"}}
+        yield f"data: {json.dumps(err)}\n\n"
+    except Exception as exc:  # never the exception text: it may hold server details
+        log.exception("chat stream failed")
+        err = {"error": {"message": f"internal error: {type(exc).__name__}", "type": "error"}}
         yield f"data: {json.dumps(err)}\n\n"
     yield "data: [DONE]\n\n"

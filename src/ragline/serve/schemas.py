@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Annotated, Any, Literal
 
+from fastapi import HTTPException
 from pydantic import AfterValidator, BaseModel, Field
 
 
@@ -27,13 +30,16 @@ FilterValue = Text | list[Text]
 
 class SearchRequest(BaseModel):
     model_config = {"extra": "forbid"}
-    query: Text = Field(min_length=1, max_length=4000, description="What to search for")
+    query: Text = Field(
+        min_length=1, description="What to search for (at most max_query_chars, default 4000)"
+    )
     k: int = Field(default=10, ge=1, le=100)
     mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
     filters: dict[Text, FilterValue] = Field(
         default_factory=dict,
         description="language, type, source, modified_after/before, ingested_after/before, "
-        "or any metadata key",
+        "or any metadata key (at most max_filter_values values and max_filter_chars "
+        "characters in all, defaults 100 and 4000)",
     )
     include_history: bool = False
 
@@ -45,7 +51,7 @@ class Turn(BaseModel):
 
 class AskRequest(BaseModel):
     model_config = {"extra": "forbid"}
-    question: Text = Field(min_length=1, max_length=4000)
+    question: Text = Field(min_length=1, description="At most max_query_chars (default 4000)")
     k: int | None = Field(default=None, ge=1, le=50, description="Passages to read")
     mode: Literal["hybrid", "bm25", "vector", "rerank"] | None = None
     filters: dict[Text, FilterValue] = Field(default_factory=dict)
@@ -65,3 +71,35 @@ class KeyRequest(BaseModel):
     admin: bool = False
     name: Text = Field(default="", max_length=200)
     rate_limit: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+# -- form fields of uploads (multipart: the models above do not see them) -----------------
+def form_text(field: str, value: Any) -> None:
+    """Form fields skip the models' validators: refuse NUL with a 400, not a crash."""
+    try:
+        _no_nul(value)
+    except ValueError as exc:
+        raise HTTPException(400, f"{field}: {exc}") from exc
+
+
+def _finite(text: str) -> float:
+    """NaN, ±Infinity and 1e999 parse in Python, but PostgreSQL's jsonb refuses them."""
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{text} is not a finite JSON number")
+    return v
+
+
+def metadata_field(text: str) -> dict[str, Any] | None:
+    if not text.strip():
+        return None
+    try:
+        meta = json.loads(text, parse_float=_finite, parse_constant=_finite)
+    except json.JSONDecodeError as exc:
+        raise HTTPException(400, f"metadata is not JSON: {exc.msg}") from exc
+    except ValueError as exc:
+        raise HTTPException(400, f"metadata is not JSON: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise HTTPException(400, 'metadata must be a JSON object, e.g. {"department": "hr"}')
+    form_text("metadata", meta)
+    return {str(k): v for k, v in meta.items()}

@@ -36,6 +36,7 @@ FILTER_SET_BELOW = 10000
 """A metadata filter passing fewer chunks than this is applied as an id set; a broader
 one by checking the candidates."""
 
+
 # -- classes --------------------------------------------------------------------------
 def class_id(
     conn: Any,
@@ -82,6 +83,22 @@ def visible_classes(
     return [int(r[0]) for r in rows], sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
 
 
+def visible_languages(
+    db: Database, collection: Collection, principal: Principal, include_history: bool = False
+) -> tuple[str, ...]:
+    """The languages of the chunks ``principal`` may read (from the classes' counts)."""
+    cur = "" if include_history else " AND c.is_current"
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT l.language FROM bm25_languages l JOIN bm25_classes c "
+            "ON c.collection_id = l.collection_id AND c.tenant = l.tenant AND c.class_id = l.class_id "
+            "WHERE l.collection_id = %s AND l.tenant = %s AND l.language <> '' AND l.n_chunks > 0 "
+            f"AND (c.groups = '{{}}'::text[] OR c.groups && %s::text[]){cur} ORDER BY 1",
+            (collection.id, principal.tenant, list(principal.groups)),
+        ).fetchall()
+    return tuple(r[0] for r in rows)
+
+
 # -- searching ------------------------------------------------------------------------
 class _DbSource:
     """Postings of one collection and tenant, restricted to the caller's classes."""
@@ -112,7 +129,14 @@ class _DbSource:
         out = {}
         for t, rs in by_term.items():
             a = np.array(rs, dtype=np.int64)
-            out[t] = BlockMeta(lists=a[:, 0], n=a[:, 1], first=a[:, 2], last=a[:, 3], max_tf=a[:, 4], min_dl=a[:, 5])
+            out[t] = BlockMeta(
+                lists=a[:, 0],
+                n=a[:, 1],
+                first=a[:, 2],
+                last=a[:, 3],
+                max_tf=a[:, 4],
+                min_dl=a[:, 5],
+            )
         return out
 
     def blocks(self, term: str, meta: BlockMeta, which: np.ndarray) -> Postings:
@@ -159,10 +183,19 @@ def search(
                 "UNION ALL SELECT t.term, sum(t.df), max(t.max_tf), min(t.min_dl), NULL FROM bm25_terms t "
                 "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
                 "AND t.class_id IN (SELECT class_id FROM cls) GROUP BY t.term",
-                {"cid": collection.id, "tenant": principal.tenant, "groups": list(principal.groups), "terms": uniq},
+                {
+                    "cid": collection.id,
+                    "tenant": principal.tenant,
+                    "groups": list(principal.groups),
+                    "terms": uniq,
+                },
             ).fetchall()
         head = next(r for r in rows if r[0] is None)
-        classes, n_docs, sum_dl = [int(c) for c in head[4] or ()], int(head[1] or 0), int(head[2] or 0)
+        classes, n_docs, sum_dl = (
+            [int(c) for c in head[4] or ()],
+            int(head[1] or 0),
+            int(head[2] or 0),
+        )
         if not classes or n_docs <= 0:
             return []
         stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows if r[0] is not None]
@@ -222,7 +255,8 @@ def build_pending(conn: Any) -> None:
             klass = class_id(conn, cid, tenant, grp, cur)
             rows = conn.execute(
                 "UPDATE chunks SET bm25_class = %s WHERE collection_id = %s AND tenant = %s "
-                "AND groups = %s AND is_current = %s RETURNING id, bm25_class, terms, tfs, n_terms",
+                "AND groups = %s AND is_current = %s RETURNING id, bm25_class, terms, tfs, n_terms, "
+                "(SELECT coalesce(language, '') FROM documents d WHERE d.id = document_id)",
                 (klass, cid, tenant, grp, cur),
             ).fetchall()
             rows.sort(key=lambda r: r[0])
@@ -260,7 +294,8 @@ def check(conn: Any, collection_id: int) -> list[str]:
             problems.append(f"class {klass}: {bad} chunks with other groups/tenant/currency")
     problems.extend(f"class {k}: missing" for k in want_classes)
     unindexed = conn.execute(
-        "SELECT count(*) FROM chunks WHERE collection_id = %s AND bm25_class IS NULL", (collection_id,)
+        "SELECT count(*) FROM chunks WHERE collection_id = %s AND bm25_class IS NULL",
+        (collection_id,),
     ).fetchone()[0]
     if unindexed:
         problems.append(f"{unindexed} chunks not in the index")
@@ -287,10 +322,13 @@ def check(conn: Any, collection_id: int) -> list[str]:
                 problems.append(f"{term}/{klass}: chunk {i} twice")
             lst[i] = (f, d)
     if want != got:
-        diff = sorted(set(want) ^ set(got)) + sorted(k for k in set(want) & set(got) if want[k] != got[k])
+        diff = sorted(set(want) ^ set(got)) + sorted(
+            k for k in set(want) & set(got) if want[k] != got[k]
+        )
         problems.append(f"postings differ from the forward index for {diff[:5]} …")
     for term, klass, df, mt, md in conn.execute(
-        "SELECT term, class_id, df, max_tf, min_dl FROM bm25_terms WHERE collection_id = %s", (collection_id,)
+        "SELECT term, class_id, df, max_tf, min_dl FROM bm25_terms WHERE collection_id = %s",
+        (collection_id,),
     ):
         lst = want.pop((term, int(klass)), {})
         if df != len(lst):
@@ -298,4 +336,21 @@ def check(conn: Any, collection_id: int) -> list[str]:
         elif lst and (mt < max(f for f, _ in lst.values()) or md > min(d for _, d in lst.values())):
             problems.append(f"term {term}/{klass}: bounds do not bound its postings")
     problems.extend(f"term {t}/{c}: no statistics row" for t, c in want)
+    want_langs = {
+        (int(r[0]), r[1]): int(r[2])
+        for r in conn.execute(
+            "SELECT c.bm25_class, coalesce(d.language, ''), count(*) FROM chunks c JOIN documents d "
+            "ON d.id = c.document_id WHERE c.collection_id = %s AND c.bm25_class IS NOT NULL GROUP BY 1, 2",
+            (collection_id,),
+        )
+    }
+    got_langs = {
+        (int(r[0]), r[1]): int(r[2])
+        for r in conn.execute(
+            "SELECT class_id, language, n_chunks FROM bm25_languages WHERE collection_id = %s",
+            (collection_id,),
+        )
+    }
+    if want_langs != got_langs:
+        problems.append(f"languages per class {got_langs} differ from a recount {want_langs}")
     return problems

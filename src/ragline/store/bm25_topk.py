@@ -183,7 +183,9 @@ def top_k(
     idfs = {s.term: idf(n_docs, s.df) for s in terms}
 
     def bound(s: TermStats) -> float:
-        return idfs[s.term] * float(_tf_part(np.array([s.max_tf]), np.array([s.min_dl]), avgdl, k1, b)[0])
+        return idfs[s.term] * float(
+            _tf_part(np.array([s.max_tf]), np.array([s.min_dl]), avgdl, k1, b)[0]
+        )
 
     ubs = {s.term: bound(s) for s in terms}
     order = sorted(terms, key=lambda s: (-ubs[s.term], s.df, s.term))
@@ -224,7 +226,9 @@ def top_k(
     while i < len(order):
         batch = [order[i]]
         i += 1
-        while i < len(order) and order[i].df <= SMALL_LIST and sum(s.df for s in batch) <= SMALL_LIST:
+        while (
+            i < len(order) and order[i].df <= SMALL_LIST and sum(s.df for s in batch) <= SMALL_LIST
+        ):
             batch.append(order[i])
             i += 1
         lists = source.postings([s.term for s in batch])
@@ -236,7 +240,9 @@ def top_k(
                 ids, tfs, dls = ids[keep], tfs[keep], dls[keep]
             work.postings += len(ids)
             work.full_terms += 1
-            acc_ids, acc = _accumulate(acc_ids, acc, ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b))
+            acc_ids, acc = _accumulate(
+                acc_ids, acc, ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
+            )
         theta = threshold()
         if rest_ub[i] < theta - EPS:
             break
@@ -250,7 +256,10 @@ def top_k(
         metas = source.block_meta([s.term for s in rest])
         work.rounds += 1
         rest = [s for s in rest if s.term in metas]
-        bubs = [idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b) for s in rest]
+        bubs = [
+            idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b)
+            for s in rest
+        ]
         cache: list[dict[int, Postings]] = [{} for _ in rest]
 
         def read(j: int, which: np.ndarray) -> None:
@@ -275,7 +284,9 @@ def top_k(
             tfs = np.concatenate([p[1] for p in parts])
             dls = np.concatenate([p[2] for p in parts])
             hit, pos = _in_sorted(ids_, pids)
-            np.add.at(out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b))
+            np.add.at(
+                out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b)
+            )
             return out
 
         bounds = np.zeros((len(rest), len(cand_ids)))

@@ -30,7 +30,10 @@ _BLOCK_COPY = (
     "min_dl, data) FROM STDIN (FORMAT BINARY)"
 )
 _BLOCK_TYPES = ["int4", "text", "text", "int8", "int8", "int8", "int4", "int4", "int4", "bytea"]
-_FORWARD = "SELECT id, bm25_class, terms, tfs, n_terms FROM chunks"
+_FORWARD = (
+    "SELECT c.id, c.bm25_class, c.terms, c.tfs, c.n_terms, coalesce(d.language, '') "
+    "FROM chunks c JOIN documents d ON d.id = c.document_id"
+)
 
 
 @dataclass(frozen=True)
@@ -41,15 +44,21 @@ class IndexedChunks:
     terms: Sequence[Sequence[str]]
     tfs: Sequence[Sequence[int]]
     dls: Sequence[int]
+    languages: Sequence[str]
+    """The language of each chunk's document ('' when unknown)."""
 
     def __len__(self) -> int:
         return len(self.ids)
 
     @classmethod
     def of_rows(cls, rows: Sequence[Any]) -> IndexedChunks:
-        """From forward-index rows ``(id, class, terms, tfs, dl)``."""
+        """From forward-index rows ``(id, class, terms, tfs, dl, language)``."""
         return cls(
-            [int(r[0]) for r in rows], [list(r[2]) for r in rows], [list(r[3]) for r in rows], [int(r[4]) for r in rows]
+            [int(r[0]) for r in rows],
+            [list(r[2]) for r in rows],
+            [list(r[3]) for r in rows],
+            [int(r[4]) for r in rows],
+            [r[5] for r in rows],
         )
 
 
@@ -60,9 +69,9 @@ def forward_index(terms: dict[str, int]) -> tuple[list[str], list[int]]:
 
 
 def forward_rows(conn: Any, *, document_ids: Sequence[int]) -> list[Any]:
-    """The indexed chunks of ``document_ids`` as ``(id, class, terms, tfs, dl)``."""
+    """The indexed chunks of ``document_ids`` as ``(id, class, terms, tfs, dl, language)``."""
     return conn.execute(
-        f"{_FORWARD} WHERE document_id = ANY(%s) AND bm25_class IS NOT NULL ORDER BY id",
+        f"{_FORWARD} WHERE c.document_id = ANY(%s) AND c.bm25_class IS NOT NULL ORDER BY c.id",
         (list(document_ids),),
     ).fetchall()
 
@@ -113,6 +122,7 @@ def _concat(parts: Sequence[IndexedChunks]) -> IndexedChunks:
         [t for p in parts for t in p.terms],
         [f for p in parts for f in p.tfs],
         [d for p in parts for d in p.dls],
+        [g for p in parts for g in p.languages],
     )
 
 
@@ -120,15 +130,23 @@ def _subset(c: IndexedChunks, keep: list[int]) -> IndexedChunks:
     if len(keep) == len(c.ids):
         return c
     return IndexedChunks(
-        [c.ids[j] for j in keep], [c.terms[j] for j in keep], [c.tfs[j] for j in keep], [c.dls[j] for j in keep]
+        [c.ids[j] for j in keep],
+        [c.terms[j] for j in keep],
+        [c.tfs[j] for j in keep],
+        [c.dls[j] for j in keep],
+        [c.languages[j] for j in keep],
     )
 
 
-def _postings(chunks: IndexedChunks) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _postings(
+    chunks: IndexedChunks,
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The chunks' postings sorted by (term, chunk id): vocabulary, list starts, ids, tf, dl."""
     vocab: dict[str, int] = {}
     flat = list(chain.from_iterable(chunks.terms))
-    t_idx = np.fromiter((vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+    t_idx = np.fromiter(
+        (vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat)
+    )
     lens = np.fromiter((len(t) for t in chunks.terms), dtype=np.int64, count=len(chunks))
     ids = np.repeat(np.asarray(chunks.ids, dtype=np.int64), lens)
     dls = np.repeat(np.asarray(chunks.dls, dtype=np.int64), lens)
@@ -140,7 +158,9 @@ def _postings(chunks: IndexedChunks) -> tuple[list[str], np.ndarray, np.ndarray,
     return [names[i] for i in t_idx[starts]], starts, ids, tfs, dls
 
 
-def _copy_blocks(conn: Any, collection_id: int, tenant: str, rows: Sequence[tuple[Any, ...]]) -> None:
+def _copy_blocks(
+    conn: Any, collection_id: int, tenant: str, rows: Sequence[tuple[Any, ...]]
+) -> None:
     if not rows:
         return
     with conn.cursor() as cur, cur.copy(_BLOCK_COPY) as cp:
@@ -167,12 +187,15 @@ def _apply(
 ) -> None:
     deltas: dict[tuple[str, int], _TermDelta] = {}
     per_class: dict[int, list[int]] = {}
+    langs: dict[tuple[int, str], int] = {}
     # additions: encode the new blocks first (their bounds go into the term rows)
     new_blocks: list[tuple[Any, ...]] = []
     for klass, chunks in added:
         c = per_class.setdefault(klass, [0, 0])
         c[0] += len(chunks)
         c[1] += int(sum(chunks.dls))
+        for lang in chunks.languages:
+            langs[(klass, lang)] = langs.get((klass, lang), 0) + 1
         if not any(len(t) for t in chunks.terms):
             continue
         names, starts, ids, tfs, dls = _postings(chunks)
@@ -185,10 +208,11 @@ def _apply(
             d.small += n < codec.SMALL_BLOCK
     # removals: the lists each removed chunk leaves
     leaving: dict[tuple[str, int], list[int]] = {}
-    for cid, klass, terms, _tfs, dl in removed:
+    for cid, klass, terms, _tfs, dl, lang in removed:
         c = per_class.setdefault(int(klass), [0, 0])
         c[0] -= 1
         c[1] -= int(dl)
+        langs[(int(klass), lang)] = langs.get((int(klass), lang), 0) - 1
         for t in terms:
             leaving.setdefault((t, int(klass)), []).append(int(cid))
             deltas.setdefault((t, int(klass)), _TermDelta()).df -= 1
@@ -231,7 +255,13 @@ def _apply(
                 "UPDATE bm25_terms t SET small_blocks = u.small FROM unnest(%s::text[], %s::int8[], %s::int[]) "
                 "AS u(term, cls, small) WHERE t.collection_id = %s AND t.tenant = %s AND t.term = u.term "
                 "AND t.class_id = u.cls AND t.small_blocks <> u.small",
-                ([k[0] for k in fix], [k[1] for k in fix], [small[k] for k in fix], collection_id, tenant),
+                (
+                    [k[0] for k in fix],
+                    [k[1] for k in fix],
+                    [small[k] for k in fix],
+                    collection_id,
+                    tenant,
+                ),
             )
             conn.execute(
                 "DELETE FROM bm25_terms t USING unnest(%s::text[], %s::int8[]) AS u(term, cls) "
@@ -250,6 +280,26 @@ def _apply(
                 "WHERE collection_id = %s AND tenant = %s AND class_id = %s",
                 (n, dl, collection_id, tenant, klass),
             )
+    changed = sorted(k for k, v in langs.items() if v)
+    if changed:
+        conn.execute(
+            "INSERT INTO bm25_languages AS l (collection_id, tenant, class_id, language, n_chunks) "
+            "SELECT %s, %s, u.cls, u.lang, u.n FROM unnest(%s::int8[], %s::text[], %s::int8[]) "
+            "AS u(cls, lang, n) ORDER BY u.cls, u.lang "
+            "ON CONFLICT (collection_id, tenant, class_id, language) "
+            "DO UPDATE SET n_chunks = l.n_chunks + EXCLUDED.n_chunks",
+            (
+                collection_id,
+                tenant,
+                [k[0] for k in changed],
+                [k[1] for k in changed],
+                [langs[k] for k in changed],
+            ),
+        )
+        conn.execute(
+            "DELETE FROM bm25_languages WHERE collection_id = %s AND tenant = %s AND n_chunks <= 0",
+            (collection_id, tenant),
+        )
 
 
 def _remove_postings(
@@ -297,7 +347,13 @@ def _remove_postings(
             "DELETE FROM bm25_blocks b USING unnest(%s::text[], %s::int8[], %s::int8[]) AS u(term, cls, first) "
             "WHERE b.collection_id = %s AND b.tenant = %s AND b.term = u.term AND b.class_id = u.cls "
             "AND b.first_id = u.first",
-            ([g[0] for g in gone], [g[1] for g in gone], [g[2] for g in gone], collection_id, tenant),
+            (
+                [g[0] for g in gone],
+                [g[1] for g in gone],
+                [g[2] for g in gone],
+                collection_id,
+                tenant,
+            ),
         )
     _copy_blocks(conn, collection_id, tenant, new)
     return small_delta

@@ -147,7 +147,8 @@ def build_vector_index(db: Database, col: Collection, *, workers: int | None = N
 
     with db.connection() as conn:
         n = conn.execute(
-            "SELECT count(*) FROM chunks WHERE collection_id = %s AND embedding IS NOT NULL", (col.id,)
+            "SELECT count(*) FROM chunks WHERE collection_id = %s AND embedding IS NOT NULL",
+            (col.id,),
         ).fetchone()[0]
         conn.commit()
         conn.autocommit = True

@@ -187,19 +187,26 @@ def _version_ids(conn: Any, collection: Collection, tenant: str, doc_key: str) -
     ]
 
 
-def cached_embeddings(db: Database, model_id: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+def cached_embeddings(
+    db: Database, model_id: str, tenant: str, hashes: Iterable[str]
+) -> dict[str, np.ndarray]:
+    """Vectors ``model_id`` made for these text hashes of ``tenant`` before. The cache is
+    per tenant: a hit never tells a tenant that another one holds the same text."""
     hashes = list(set(hashes))
     if not hashes:
         return {}
     with db.connection() as conn:
         rows = conn.execute(
-            "SELECT text_hash, embedding FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
-            (model_id, hashes),
+            "SELECT text_hash, embedding FROM embedding_cache WHERE model_id = %s "
+            "AND tenant = %s AND text_hash = ANY(%s)",
+            (model_id, tenant, hashes),
         )
         return {h: v for h, v in rows}
 
 
-def store_embeddings(db: Database, model_id: str, items: Mapping[str, np.ndarray]) -> None:
+def store_embeddings(
+    db: Database, model_id: str, tenant: str, items: Mapping[str, np.ndarray]
+) -> None:
     if not items:
         return
     with db.connection() as conn, conn.cursor() as cur:
@@ -210,23 +217,24 @@ def store_embeddings(db: Database, model_id: str, items: Mapping[str, np.ndarray
             for h, v in items.items():
                 cp.write_row((h, v))
         cur.execute(
-            "INSERT INTO embedding_cache (model_id, text_hash, embedding) "
-            "SELECT %s, text_hash, embedding FROM _emb_in ON CONFLICT DO NOTHING",
-            (model_id,),
+            "INSERT INTO embedding_cache (model_id, tenant, text_hash, embedding) "
+            "SELECT %s, %s, text_hash, embedding FROM _emb_in ON CONFLICT DO NOTHING",
+            (model_id, tenant),
         )
 
 
 def chunks_without_embeddings(
     db: Database, collection: Collection, limit: int = 256
-) -> list[tuple[int, str]]:
-    """(chunk id, indexed text) of chunks stored without a vector (BM25-only ingests)."""
+) -> list[tuple[int, str, str]]:
+    """(chunk id, tenant, indexed text) of chunks stored without a vector (BM25-only
+    ingests)."""
     with db.connection() as conn:
         rows = conn.execute(
-            "SELECT id, CASE WHEN header = '' THEN text ELSE header || E'\\n\\n' || text END "
+            "SELECT id, tenant, CASE WHEN header = '' THEN text ELSE header || E'\\n\\n' || text END "
             "FROM chunks WHERE collection_id = %s AND embedding IS NULL ORDER BY id LIMIT %s",
             (collection.id, limit),
         ).fetchall()
-    return [(int(r[0]), r[1]) for r in rows]
+    return [(int(r[0]), r[1], r[2]) for r in rows]
 
 
 def set_embeddings(db: Database, ids: Sequence[int], vectors: Sequence[np.ndarray]) -> None:
@@ -256,15 +264,18 @@ def rename_document(
 
 
 def purge_document(
-    db: Database, collection: Collection, tenant: str, doc_key: str
-) -> dict[str, int]:
+    db: Database, collection: Collection, tenant: str, doc_key: str, *, erase: bool = True
+) -> dict[str, Any]:
     """Erase a document completely ("right to be forgotten").
 
-    Deletes every version with its chunks, BM25 postings and vectors, removes the vectors of
-    its chunk texts from the embedding cache, then VACUUMs the affected tables so the
-    deleted rows are physically reclaimed rather than left as dead tuples.
+    Deletes every version with its chunks, BM25 postings and vectors, the traces that
+    mention it, the tenant's cached vectors of its chunk texts and its key in the tenant's
+    job and failure records; then (``erase``) rewrites the tables so no byte of it stays in
+    any file (:func:`ragline.store.erasure.erase_dead_rows`). Purging several documents,
+    pass ``erase=False`` and call that once at the end.
     """
     from .bm25_write import Changes
+    from .erasure import erase_dead_rows, scrub_records
     from .writes import delete_versions
 
     with db.connection() as conn:
@@ -277,34 +288,28 @@ def purge_document(
                 (collection.id, tenant, doc_key),
             )
         ]
-        ids = _version_ids(conn, collection, tenant, doc_key)
+        rows = conn.execute(
+            "SELECT id, source_uri FROM documents WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = %s",
+            (collection.id, tenant, doc_key),
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        traces = purge_for(db, ids, conn)  # before the delete, whose trigger would too
         changes = Changes(collection.id, tenant)
         docs = delete_versions(conn, ids, changes)
         changes.apply(conn)
-        traces = purge_for(db, ids, conn)
         cache = conn.execute(
-            "DELETE FROM embedding_cache WHERE model_id = %s AND text_hash = ANY(%s)",
-            (collection.embedder, hashes),
+            "DELETE FROM embedding_cache WHERE model_id = %s AND tenant = %s "
+            "AND text_hash = ANY(%s)",
+            (collection.embedder, tenant, hashes),
         ).rowcount
-        # report this transaction's dead rows at commit, so the VACUUM below sees them
-        # counted (statistics are otherwise flushed up to a second later)
-        conn.execute("SELECT pg_stat_force_next_flush()")
-    if docs:
-        with db.connection() as conn:
-            conn.autocommit = True
-            try:
-                for table in (
-                    "bm25_blocks",
-                    "bm25_terms",
-                    "chunks",
-                    "documents",
-                    "embedding_cache",
-                    "traces",
-                ):
-                    conn.execute(f"VACUUM {table}")
-            finally:
-                conn.autocommit = False
-    return {"versions": docs, "cache_entries": cache, "traces": traces}
+        if docs:
+            upload = [doc_key.removeprefix("upload:")] if doc_key.startswith("upload:") else []
+            scrub_records(conn, tenant, [doc_key, *(r[1] for r in rows)], upload)
+    out: dict[str, Any] = {"versions": docs, "cache_entries": cache, "traces": traces}
+    if docs and erase:
+        out["erasure"] = erase_dead_rows(db)
+    return out
 
 
 def merge_metadata(

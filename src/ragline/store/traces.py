@@ -1,9 +1,13 @@
 """Stored traces: one row per search / ask, read back only by the caller's tenant.
 
-A trace row carries the caller's tenant and groups; reading one requires the same tenant
-(and, for a non-admin caller, the same groups), so another tenant cannot see, count or
-probe it: an unknown id and another tenant's id look the same (None). Traces expire after
-the retention period and are erased with the documents they mention (:func:`purge_for`).
+A trace row carries the caller's tenant and groups and the API key that made it. A trace
+belongs to that key: a reader key reads only its own traces (a colleague's questions are
+not its business), an admin key every trace of its tenant, the operator (no principal)
+every trace. A reader also stops seeing a trace of its own once a document it mentions
+is no longer readable to it (its groups changed). Another tenant cannot see, count or
+probe a trace: an unknown id and another tenant's id look the same (None). Traces expire
+after the retention period and are erased with the documents they mention (the
+``documents_erase_traces`` trigger, migration 0021, and :func:`purge_for`).
 """
 
 from __future__ import annotations
@@ -18,19 +22,26 @@ from .db import Database
 
 
 def save_trace(
-    db: Database, collection_id: int, principal: Principal, trace: Mapping[str, Any]
+    db: Database,
+    collection_id: int,
+    principal: Principal,
+    trace: Mapping[str, Any],
+    *,
+    key_id: int | None = None,
 ) -> str:
+    """Store ``trace`` as made by ``principal`` with API key ``key_id`` (None: no key)."""
     trace_id = str(trace.get("id") or new_trace_id())
     payload = {**trace, "id": trace_id}
     with db.connection() as conn:
         conn.execute(
-            "INSERT INTO traces (id, collection_id, tenant, groups, kind, question, document_ids, payload) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+            "INSERT INTO traces (id, collection_id, tenant, groups, key_id, kind, question, "
+            "document_ids, payload) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
             (
                 trace_id,
                 collection_id,
                 principal.tenant,
                 sorted(set(principal.groups)),
+                key_id,
                 str(payload.get("kind", "search")),
                 str(payload.get("question", "")),
                 document_ids(payload),
@@ -40,14 +51,28 @@ def save_trace(
     return trace_id
 
 
-def _scope(principal: Principal | None, admin: bool) -> tuple[str, list[Any]]:
-    """Same tenant; a non-admin also only sees traces made with exactly its groups.
-    ``principal`` None: every tenant's (the operator at the command line)."""
+_STILL_READABLE = (
+    "NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = ANY(traces.document_ids) "
+    "AND d.groups <> '{}'::text[] AND NOT d.groups && %s::text[])"
+)
+
+
+def _scope(
+    principal: Principal | None, admin: bool, key_id: int | None = None
+) -> tuple[str, list[Any]]:
+    """Same tenant; an admin sees all of it. A non-admin sees the traces of its own key
+    (``key_id``; without a key: traces made without one, with exactly its groups) whose
+    documents it may still read. ``principal`` None: every tenant's (the operator)."""
     if principal is None:
         return "true", []
     if admin:
         return "tenant = %s", [principal.tenant]
-    return "tenant = %s AND groups = %s", [principal.tenant, sorted(set(principal.groups))]
+    groups = sorted(set(principal.groups))
+    if key_id is not None:
+        own, params = "key_id = %s", [key_id]
+    else:
+        own, params = "key_id IS NULL AND groups = %s", [groups]
+    return f"tenant = %s AND {own} AND {_STILL_READABLE}", [principal.tenant, *params, groups]
 
 
 def get_trace(
@@ -57,8 +82,9 @@ def get_trace(
     principal: Principal | None,
     *,
     admin: bool = False,
+    key_id: int | None = None,
 ) -> dict[str, Any] | None:
-    cond, params = _scope(principal, admin)
+    cond, params = _scope(principal, admin, key_id)
     with db.connection() as conn:
         row = conn.execute(
             f"SELECT payload FROM traces WHERE id = %s AND collection_id = %s AND {cond}",
@@ -74,10 +100,11 @@ def recent_traces(
     *,
     limit: int = 20,
     admin: bool = False,
+    key_id: int | None = None,
 ) -> list[dict[str, Any]]:
     """Newest first: id, kind, question, created_at, mode, abstained, total ms.
     ``principal`` None lists every tenant's (the operator's CLI)."""
-    where, params = _scope(principal, admin)
+    where, params = _scope(principal, admin, key_id)
     with db.connection() as conn:
         rows = conn.execute(
             "SELECT id, kind, question, created_at, tenant, payload->>'mode', "

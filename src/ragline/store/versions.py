@@ -252,3 +252,95 @@ def drop(db: Database, name: str, version: int) -> None:
     with db.connection() as conn:
         conn.execute(f"DROP INDEX IF EXISTS {v.collection.hnsw_index}")
         conn.execute("DELETE FROM collections WHERE id = %s", (v.collection.id,))
+
+
+# -- document history of a version (index build copies the live version's) -------------
+HISTORY_KEY = "ragline-history:{version}:{key}"
+
+
+def history_key(key: str, version: int) -> str:
+    """The scratch key an old version is ingested under before :func:`adopt_history`."""
+    return HISTORY_KEY.format(version=version, key=key)
+
+
+def document_versions(db: Database, collection: Collection) -> dict[tuple[str, str, int], Any]:
+    """Every stored document version of ``collection`` by (tenant, key, version) (the
+    parsed ``content`` of old versions only)."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT tenant, doc_key, version, id, is_current, groups, source_uri, content_hash, "
+            "modified_at, ingested_at, metadata, CASE WHEN is_current THEN NULL ELSE content END "
+            "FROM documents WHERE collection_id = %s",
+            (collection.id,),
+        ).fetchall()
+    cols = ("id", "is_current", "groups", "source_uri", "content_hash", "modified_at")
+    cols += ("ingested_at", "metadata", "content")
+    return {(r[0], r[1], r[2]): dict(zip(cols, r[3:])) for r in rows}
+
+
+def renumber_current(
+    db: Database,
+    target: Collection,
+    live: Mapping[tuple[str, str, int], Any],
+    have: Mapping[tuple[str, str, int], Any],
+) -> int:
+    """Give each current document of ``target`` the version number it has in the live
+    version (same content), so history numbers line up."""
+    live_cur = {(t, k): (v, r["content_hash"]) for (t, k, v), r in live.items() if r["is_current"]}
+    n = 0
+    with db.connection() as conn:
+        for (t, k, v), r in have.items():
+            want = live_cur.get((t, k))
+            if r["is_current"] and want and want[1] == r["content_hash"] and want[0] != v:
+                conn.execute("UPDATE documents SET version = %s WHERE id = %s", (want[0], r["id"]))
+                n += 1
+    return n
+
+
+def drop_versions(db: Database, target: Collection, ids: list[int]) -> None:
+    """Delete document versions of ``target`` (and their BM25 postings)."""
+    from .bm25_write import Changes
+    from .writes import delete_versions
+
+    if not ids:
+        return
+    with db.connection() as conn:
+        tenants = conn.execute(
+            "SELECT DISTINCT tenant FROM documents WHERE id = ANY(%s) ORDER BY 1", (ids,)
+        ).fetchall()
+        for (tenant,) in tenants:
+            mine = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM documents WHERE id = ANY(%s) AND tenant = %s", (ids, tenant)
+                )
+            ]
+            changes = Changes(target.id, tenant)
+            delete_versions(conn, mine, changes)
+            changes.apply(conn)
+
+
+def adopt_history(
+    db: Database, target: Collection, tenant: str, key: str, version: int, live: Mapping[str, Any]
+) -> bool:
+    """Turn the document ingested under :func:`history_key` into old version ``version``
+    of ``key`` (not current: searched only with include_history), dated as the live one."""
+    from .bm25_write import Changes
+    from .writes import _relabel
+
+    with db.connection() as conn:
+        r = conn.execute(
+            "SELECT id, groups FROM documents WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = %s AND is_current",
+            (target.id, tenant, history_key(key, version)),
+        ).fetchone()
+        if r is None:
+            return False
+        changes = Changes(target.id, tenant)
+        _relabel(db, conn, target, tenant, [r[0]], list(r[1]), False, changes)  # history now
+        conn.execute(
+            "UPDATE documents SET doc_key = %s, version = %s, ingested_at = %s WHERE id = %s",
+            (key, version, live["ingested_at"], r[0]),
+        )
+        changes.apply(conn)
+    return True

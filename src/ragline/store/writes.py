@@ -109,7 +109,11 @@ def _write_batch(
         seen: dict[tuple[str, str], int] = {}
         for w in writes:
             seen[(w.tenant, w.doc_key)] = seen.get((w.tenant, w.doc_key), 0) + 1
-        new = [i for i, w in enumerate(writes) if (w.tenant, w.doc_key) not in current and seen[(w.tenant, w.doc_key)] == 1]
+        new = [
+            i
+            for i, w in enumerate(writes)
+            if (w.tenant, w.doc_key) not in current and seen[(w.tenant, w.doc_key)] == 1
+        ]
         one_by_one = [i for i in range(len(writes)) if i not in set(new)]
         if new:
             marks = {t: (len(c.removed), len(c.added)) for t, c in changes.items()}
@@ -143,7 +147,11 @@ def _write_batch(
 
 
 def _insert_new(
-    db: Database, conn: Any, collection: Collection, writes: Sequence[DocumentWrite], changes_of: Any
+    db: Database,
+    conn: Any,
+    collection: Collection,
+    writes: Sequence[DocumentWrite],
+    changes_of: Any,
 ) -> list[DocumentRecord]:
     """Version 1 of documents that have no current version: rows, chunks, parents."""
     from . import bm25
@@ -161,10 +169,13 @@ def _insert_new(
         if key not in classes:
             classes[key] = bm25.class_id(conn, collection.id, key[0], key[1], True, db=db)
     records, rows = [], []
-    with conn.cursor() as cur, cur.copy(
-        "COPY documents (id, collection_id, doc_key, source_uri, title, media_type, content_hash, version, "
-        "tenant, groups, metadata, language, modified_at, n_chunks, content, ingested_at) FROM STDIN"
-    ) as cp:
+    with (
+        conn.cursor() as cur,
+        cur.copy(
+            "COPY documents (id, collection_id, doc_key, source_uri, title, media_type, content_hash, version, "
+            "tenant, groups, metadata, language, modified_at, n_chunks, content, ingested_at) FROM STDIN"
+        ) as cp,
+    ):
         for doc_id, w in zip(doc_ids, writes):
             groups = tuple(sorted(set(w.groups)))
             meta = json.dumps(dict(w.metadata), default=str)
@@ -205,7 +216,9 @@ def _insert_new(
                     has_content=w.content is not None,
                 )
             )
-            rows.append((doc_id, w.tenant, list(groups), classes[(w.tenant, groups)], w.chunks))
+            rows.append(
+                (doc_id, w.tenant, list(groups), classes[(w.tenant, groups)], w.chunks, w.language)
+            )
     for (tenant, _groups), klass, indexed in _copy_chunks(conn, collection, rows, chunk_ids):
         changes_of(tenant).add(klass, indexed)
     return records
@@ -279,7 +292,9 @@ def _write_one(
             (len(w.chunks),),
         )
     ]
-    for _key, k, indexed in _copy_chunks(conn, collection, [(doc.id, tenant, groups, klass, w.chunks)], ids):
+    for _key, k, indexed in _copy_chunks(
+        conn, collection, [(doc.id, tenant, groups, klass, w.chunks, w.language)], ids
+    ):
         changes.add(k, indexed)
     return doc
 
@@ -311,7 +326,8 @@ def _relabel(
         rows = changes.remove_documents(conn, [doc_id])
         klass = bm25.class_id(conn, collection.id, tenant, groups, target, db=db)
         conn.execute(
-            "UPDATE documents SET groups = %s, is_current = %s WHERE id = %s", (groups, target, doc_id)
+            "UPDATE documents SET groups = %s, is_current = %s WHERE id = %s",
+            (groups, target, doc_id),
         )
         conn.execute(
             "UPDATE chunks SET groups = %s, is_current = %s, bm25_class = %s WHERE document_id = %s",
@@ -334,7 +350,7 @@ _CHUNK_TYPES = [
 def _copy_chunks(
     conn: Any,
     collection: Collection,
-    docs: Sequence[tuple[int, str, Sequence[str], int, Sequence[PreparedChunk]]],
+    docs: Sequence[tuple[int, str, Sequence[str], int, Sequence[PreparedChunk], str | None]],
     ids: Sequence[int],
 ) -> list[tuple[tuple[str, tuple[str, ...]], int, Any]]:
     """COPY the chunks (binary: vectors as they are) and parents of ``docs`` — (document id,
@@ -348,8 +364,8 @@ def _copy_chunks(
     with conn.cursor() as cur:
         with cur.copy(_CHUNK_COPY) as cp:
             cp.set_types(_CHUNK_TYPES)
-            for doc_id, tenant, groups, klass, chunks in docs:
-                acc = out.setdefault(((tenant, tuple(groups)), klass), [[], [], [], []])
+            for doc_id, tenant, groups, klass, chunks, language in docs:
+                acc = out.setdefault(((tenant, tuple(groups)), klass), [[], [], [], [], []])
                 for pc in chunks:
                     c = pc.chunk
                     cid = next(next_id)
@@ -383,9 +399,24 @@ def _copy_chunks(
                     acc[1].append(terms)
                     acc[2].append(tfs)
                     acc[3].append(dl)
-                parents = {pc.chunk.parent.ordinal: pc.chunk.parent for pc in chunks if pc.chunk.parent is not None}
+                    acc[4].append(language or "")
+                parents = {
+                    pc.chunk.parent.ordinal: pc.chunk.parent
+                    for pc in chunks
+                    if pc.chunk.parent is not None
+                }
                 parents_rows.extend(
-                    (doc_id, p.ordinal, list(p.heading_path), p.page, p.char_start, p.char_end, p.header, p.text, p.token_count)
+                    (
+                        doc_id,
+                        p.ordinal,
+                        list(p.heading_path),
+                        p.page,
+                        p.char_start,
+                        p.char_end,
+                        p.header,
+                        p.text,
+                        p.token_count,
+                    )
                     for p in parents.values()
                 )
         if parents_rows:
@@ -405,5 +436,3 @@ def delete_versions(conn: Any, doc_ids: Sequence[int], changes: Any) -> int:
         return 0
     changes.remove_documents(conn, doc_ids)
     return conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(doc_ids),)).rowcount
-
-

@@ -35,6 +35,17 @@
     return add(n, children);
   }
   const show = (n, on) => { n.hidden = !on; };
+  // Answers come with markup made inert for chat UIs that render HTML or Markdown ("<" that
+  // would open a tag as "&lt;", "](" of a script link as "\\]("); this page shows text as
+  // text, so it shows them as written.
+  const plain = (s) => (typeof s === "string" ? s.replace(/&lt;/g, "<").replace(/\\\]\(/g, "](") : s);
+  function plainAnswer(a) {
+    if (!a) return a;
+    const cite = (c) => ({ ...c, title: plain(c.title), quote: plain(c.quote), text: plain(c.text),
+      heading_path: (c.heading_path || []).map(plain) });
+    return { ...a, answer: plain(a.answer), claims: (a.claims || []).map((c) => ({ ...c, text: plain(c.text) })),
+      citations: (a.citations || []).map(cite) };
+  }
 
   function fmtDate(iso) {
     if (!iso) return "—";
@@ -292,9 +303,9 @@
       let answer = null;
       for await (const ev of events(res)) {
         if (ev.event === "delta") {
-          streamed.append(JSON.parse(ev.data).text || "");
+          streamed.append(plain(JSON.parse(ev.data).text || ""));
           $("answer-status").textContent = "Writing the answer…";
-        } else if (ev.event === "answer") answer = JSON.parse(ev.data);
+        } else if (ev.event === "answer") answer = plainAnswer(JSON.parse(ev.data));
         else if (ev.event === "error") throw new ApiError(JSON.parse(ev.data).message || "the answer failed", 500);
       }
       if (!answer) throw new ApiError("the answer stream ended before the final answer", 0);
@@ -544,7 +555,7 @@
     legs.push(rankTable(t.fused || [], hitIds, "fused (RRF)"));
     if (t.reranked) legs.push(rankTable(t.reranked, hitIds, "reranked"));
     const ctx = t.context;
-    const gen = t.generation;
+    const gen = plainAnswer(t.generation);
     const plan = t.plan;
     const perm = t.permission || {};
     return el("article", { class: "card trace", id: "trace", "data-trace": t.id },

@@ -17,6 +17,17 @@ CREATE TABLE bm25_classes (
     UNIQUE (collection_id, tenant, groups, is_current)
 );
 
+-- The languages of each class's chunks (a query is analyzed in the languages of what
+-- the caller may read, so invisible documents cannot change how a query is analyzed).
+CREATE TABLE bm25_languages (
+    collection_id integer NOT NULL REFERENCES collections (id) ON DELETE CASCADE,
+    tenant        text NOT NULL,
+    class_id      bigint NOT NULL,
+    language      text NOT NULL,
+    n_chunks      bigint NOT NULL,
+    PRIMARY KEY (collection_id, tenant, class_id, language)
+);
+
 -- One row per (term, class): its document frequency and bounds of tf and dl over the
 -- list (the bounds only ever widen: they stay valid bounds after deletes). The row is
 -- also the lock that serializes every change to the list's blocks.
