@@ -336,7 +336,10 @@ def forward_tokens(index):
             "SELECT id, terms, tfs FROM chunks WHERE collection_id = %s AND is_current ORDER BY id",
             (index.collection.id,),
         )
+        from ragline.store.bm25_write import decode_forward
+
         for cid, terms, tfs in cur:
+            terms, tfs = decode_forward(terms, tfs)
             ids.append(cid)
             docs.append([t for t, f in zip(terms, tfs) for _ in range(f)])
     return ids, docs

@@ -195,8 +195,6 @@ class Index(BindingMixin, TracingMixin):
             self.db,
             self.collection,
             analyzer=self.analyzer,
-            count_tokens=getattr(self.embedder, "count_tokens_batch", None)
-            or (lambda texts: [self.embedder.count_tokens(t) for t in texts]),
             batch_chunks=max(self.settings.ingest_batch_chunks, 1),
             keep_versions=self.settings.keep_versions,
             metadata=metadata,

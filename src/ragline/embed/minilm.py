@@ -100,14 +100,6 @@ class MiniLMEmbedder:
         assert self._counter is not None
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
-        """:meth:`count_tokens` of many texts at once (the tokenizer's parallel batch)."""
-        self.warm_up()
-        assert self._counter is not None
-        return [
-            len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)
-        ]
-
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 

@@ -316,14 +316,6 @@ class OnnxDirEmbedder:
         self.warm_up()
         return len(self._counter.encode(self.document_prompt + text, add_special_tokens=False).ids)
 
-    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
-        """:meth:`count_tokens` of many texts at once (the tokenizer's parallel batch)."""
-        self.warm_up()
-        enc = self._counter.encode_batch(
-            [self.document_prompt + t for t in texts], add_special_tokens=False
-        )
-        return [len(e.ids) for e in enc]
-
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 

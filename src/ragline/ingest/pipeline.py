@@ -26,7 +26,7 @@ from ..store.documents import (
     PreparedChunk,
     cached_embeddings,
     chunks_without_embeddings,
-    list_documents,
+    current_documents,
     merge_metadata,
     set_embeddings,
     store_embeddings,
@@ -131,6 +131,18 @@ def _language(parsed: ParsedDocument, meta: dict[str, Any]) -> str:
     return detect_language(parsed.text).code
 
 
+def windows(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
+    """``items`` in lists of ``n`` (the last one shorter)."""
+    out: list[Any] = []
+    for x in items:
+        out.append(x)
+        if len(out) >= n:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -178,11 +190,20 @@ class Ingestor:
 
         report = IngestReport()
         t0 = time.perf_counter()
-        existing = {d.doc_key: d for d in list_documents(self.db, self.collection, owner.tenant)}
         groups = tuple(sorted(set(owner.groups)))
 
         def to_parse() -> Iterator[tuple[tuple[Source, bool], Any, Any]]:
-            for src in sources:
+            for window in windows(sources, 256):
+                keys = [s.doc_key for s in window if isinstance(s, Source)]
+                existing = current_documents(self.db, self.collection, owner.tenant, keys)
+                yield from check(window, existing)
+
+        def check(
+            window: Sequence[Any], existing: Mapping[str, Any]
+        ) -> Iterator[tuple[tuple[Source, bool], Any, Any]]:
+            """What of these sources to parse: unchanged ones are skipped (their groups and
+            metadata brought up to date), failures and skips recorded."""
+            for src in window:
                 if isinstance(src, Skipped):
                     report.skipped.append(src)
                     self.on_progress(src.source, 0)
@@ -219,7 +240,19 @@ class Ingestor:
 
         pending: list[_Pending] = []
         n_pending = 0
-        writer = _Writer(self, owner, groups, report)
+
+        def lost(exc: Exception, args: tuple[Any, ...]) -> None:
+            for p in args[0]:
+                report.failed.append(
+                    Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
+                )
+
+        def store(batch: Sequence[_Pending]) -> None:
+            vectors = self._embed(batch, owner, report)
+            if vectors is not None:
+                writer.put(self._store, list(batch), vectors, owner, groups, report)
+
+        writer = BackgroundWriter(lost)
         with writer, ParsePool(**self.parse_options) as pool:
             for (src, is_update), parsed in pool.imap(to_parse()):
                 try:
@@ -243,10 +276,10 @@ class Ingestor:
                 pending.append(_Pending(src, parsed, chunks, is_update))
                 n_pending += len(chunks)
                 if n_pending >= self.batch_chunks:
-                    writer.put(pending, self._embed(pending, owner, report))
+                    store(pending)
                     pending, n_pending = [], 0
             if pending:
-                writer.put(pending, self._embed(pending, owner, report))
+                store(pending)
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -333,39 +366,35 @@ class Ingestor:
             self.on_progress(p.source.doc_key, len(w.chunks), pages)
 
 
-class _Writer:
-    """Stores embedded batches in a thread of its own, so the next batch is parsed and
-    embedded (the model releases the GIL) while this one is analyzed and written; at most
-    one batch waits. Leaving the block waits for the last write."""
+class BackgroundWriter:
+    """Runs store steps in a thread of its own, in order, so the caller prepares the next
+    batch (parses, embeds — the model releases the GIL —, analyzes) while the database
+    writes this one; at most one step waits. A step that raises is handed to ``on_error``
+    with its arguments (a batch is never lost silently). Leaving the block waits for the
+    last step."""
 
-    def __init__(
-        self, ingestor: Ingestor, owner: Principal, groups: Sequence[str], report: IngestReport
-    ) -> None:
+    def __init__(self, on_error: Callable[[Exception, tuple[Any, ...]], None]) -> None:
         import queue
         import threading
 
-        self.ingestor, self.owner, self.groups, self.report = ingestor, owner, groups, report
+        self.on_error = on_error
         self._q: queue.Queue[Any] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._run, name="ragline-writer", daemon=True)
 
-    def __enter__(self) -> _Writer:
+    def __enter__(self) -> BackgroundWriter:
         self._thread.start()
         return self
 
-    def put(self, pending: Sequence[_Pending], vectors: dict[str, Any] | None) -> None:
-        if vectors is not None:
-            self._q.put((list(pending), vectors))
+    def put(self, step: Callable[..., None], *args: Any) -> None:
+        self._q.put((step, args))
 
     def _run(self) -> None:
         while (item := self._q.get()) is not None:
-            pending, vectors = item
+            step, args = item
             try:
-                self.ingestor._store(pending, vectors, self.owner, self.groups, self.report)
-            except Exception as exc:  # never lose a batch silently
-                for p in pending:
-                    self.report.failed.append(
-                        Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
-                    )
+                step(*args)
+            except Exception as exc:  # noqa: BLE001 - reported through on_error
+                self.on_error(exc, args)
 
     def __exit__(self, *exc: Any) -> None:
         self._q.put(None)

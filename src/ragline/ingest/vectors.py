@@ -37,7 +37,7 @@ from ..core.errors import ConfigError
 from ..core.types import Chunk, Principal
 
 KNOWN_FIELDS = {"key", "title", "source", "metadata", "language", "modified", "chunks", "groups"}
-CHUNK_FIELDS = {"text", "vector", "heading_path", "page", "header"}
+CHUNK_FIELDS = {"text", "vector", "heading_path", "page", "header", "tokens"}
 
 
 class VectorsError(ConfigError):
@@ -51,6 +51,8 @@ class VectorChunk:
     heading_path: tuple[str, ...] = ()
     page: int | None = None
     header: str = ""
+    tokens: int | None = None
+    """The chunk's length in the model's tokens, if the pipeline knows it (else estimated)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,14 @@ def parse_record(obj: Any, dim: int, where: str) -> VectorDocument:
         header = c.get("header") or ""
         if not isinstance(header, str):
             raise _fail(at, "'header' must be a string")
-        chunks.append(VectorChunk(text, _vector(c["vector"], dim, at), tuple(hp), page, header))
+        tokens = c.get("tokens")
+        if tokens is not None and (
+            not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0
+        ):
+            raise _fail(at, f"'tokens' must be a non-negative integer, got {tokens!r}")
+        chunks.append(
+            VectorChunk(text, _vector(c["vector"], dim, at), tuple(hp), page, header, tokens)
+        )
     title = obj.get("title") or key
     meta = obj.get("metadata") or {}
     if not isinstance(title, str):
@@ -221,32 +230,54 @@ class VectorIngestor:
         collection: Any,
         *,
         analyzer: Any,
-        count_tokens: Callable[[Sequence[str]], list[int]],
         batch_chunks: int,
         keep_versions: int = 0,
         metadata: Mapping[str, Any] | None = None,
         on_progress: Callable[..., None] | None = None,
     ) -> None:
         self.db, self.collection, self.analyzer = db, collection, analyzer
-        self.count_tokens = count_tokens
         self.batch_chunks = batch_chunks
         self.keep_versions = keep_versions
         self.extra_metadata = dict(metadata or {})
         self.on_progress = on_progress or (lambda *_a: None)
 
     def ingest(self, docs: Iterable[VectorDocument], *, owner: Principal) -> Any:
-        from ..store.documents import list_documents, update_groups
-        from .pipeline import IngestReport
+        from .pipeline import BackgroundWriter, Failure, IngestReport, windows
 
         report = IngestReport()
         t0 = time.perf_counter()
-        existing = {
-            d.doc_key: (d.content_hash, tuple(d.groups))
-            for d in list_documents(self.db, self.collection, owner.tenant)
-        }
         default_groups = tuple(sorted(set(owner.groups)))
         batch: list[tuple[VectorDocument, bool]] = []
-        n = 0
+
+        def lost(exc: Exception, args: tuple[Any, ...]) -> None:
+            for doc, _ in args[0]:
+                report.failed.append(
+                    Failure(doc.key, f"could not store: {exc}", type(exc).__name__)
+                )
+
+        with BackgroundWriter(lost) as writer:
+            for some in windows(docs, 1000):
+                self._ingest_some(some, owner, default_groups, report, writer, batch)
+            if batch:
+                self._write(batch, owner, default_groups, report, writer)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _ingest_some(
+        self,
+        docs: Sequence[VectorDocument],
+        owner: Principal,
+        default_groups: tuple[str, ...],
+        report: Any,
+        writer: Any,
+        batch: list[tuple[VectorDocument, bool]],
+    ) -> None:
+        """Sort documents into unchanged, regrouped and to write (``batch``, flushed when
+        it holds enough chunks); what exists is looked up for these documents only."""
+        from ..store.documents import current_versions, update_groups
+
+        existing = current_versions(self.db, self.collection, owner.tenant, [d.key for d in docs])
+        n = sum(len(d.chunks) for d, _ in batch)
         for doc in docs:
             old = existing.get(doc.key)
             digest = doc.content_hash
@@ -262,12 +293,9 @@ class VectorIngestor:
             batch.append((doc, old is not None))
             n += len(doc.chunks)
             if n >= self.batch_chunks:
-                self._write(batch, owner, default_groups, report)
-                batch, n = [], 0
-        if batch:
-            self._write(batch, owner, default_groups, report)
-        report.seconds = time.perf_counter() - t0
-        return report
+                self._write(batch, owner, default_groups, report, writer)
+                batch.clear()
+                n = 0
 
     def _write(
         self,
@@ -275,22 +303,16 @@ class VectorIngestor:
         owner: Principal,
         groups: Sequence[str],
         report: Any,
+        writer: Any,
     ) -> None:
+        """Analyze the batch here, write it in ``writer``'s thread."""
         from ..analysis.language import detect_language
+        from ..embed.openai_api import estimate_tokens
         from ..store.documents import PreparedChunk
-        from ..store.writes import DocumentWrite, write_documents
-        from .pipeline import Failure, text_hash
+        from ..store.writes import DocumentWrite
+        from .pipeline import text_hash
 
         writes = []
-        counts = iter(
-            self.count_tokens(
-                [
-                    c.header + "\n\n" + c.text if c.header else c.text
-                    for d, _ in batch
-                    for c in d.chunks
-                ]
-            )
-        )
         for doc, _ in batch:
             text = "\n\n".join(c.text for c in doc.chunks)
             language = doc.language or detect_language(text[:4000]).code
@@ -305,7 +327,9 @@ class VectorIngestor:
                     char_end=pos + len(c.text),
                     heading_path=c.heading_path,
                     header=c.header,
-                    token_count=next(counts),
+                    token_count=c.tokens
+                    if c.tokens is not None
+                    else estimate_tokens(c.header + "\n\n" + c.text if c.header else c.text),
                     page=c.page,
                 )
                 pos += len(c.text) + 2
@@ -333,6 +357,14 @@ class VectorIngestor:
                     content=None,
                 )
             )
+        writer.put(self._store, list(batch), writes, report)
+
+    def _store(
+        self, batch: Sequence[tuple[VectorDocument, bool]], writes: Sequence[Any], report: Any
+    ) -> None:
+        from ..store.writes import write_documents
+        from .pipeline import Failure
+
         results = write_documents(
             self.db, self.collection, writes, keep_versions=self.keep_versions
         )

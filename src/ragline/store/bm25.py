@@ -24,7 +24,7 @@ import numpy as np
 
 from . import bm25_codec as codec
 from .bm25_topk import BlockMeta, Postings, TermStats, Work, top_k
-from .bm25_write import Changes, IndexedChunks
+from .bm25_write import Changes, IndexedChunks, decode_forward
 
 if TYPE_CHECKING:
     from ..core.filters import Filters
@@ -253,13 +253,16 @@ def build_pending(conn: Any) -> None:
         ).fetchall()
         for tenant, grp, cur in groups:
             klass = class_id(conn, cid, tenant, grp, cur)
-            rows = conn.execute(
+            raw = conn.execute(
                 "UPDATE chunks SET bm25_class = %s WHERE collection_id = %s AND tenant = %s "
                 "AND groups = %s AND is_current = %s RETURNING id, bm25_class, terms, tfs, n_terms, "
                 "(SELECT coalesce(language, '') FROM documents d WHERE d.id = document_id)",
                 (klass, cid, tenant, grp, cur),
             ).fetchall()
-            rows.sort(key=lambda r: r[0])
+            rows = sorted(
+                ((r[0], r[1], *decode_forward(r[2], r[3]), r[4], r[5]) for r in raw),
+                key=lambda r: r[0],
+            )
             for start in range(0, len(rows), 5000):
                 changes = Changes(cid, tenant)
                 changes.add(klass, IndexedChunks.of_rows(rows[start : start + 5000]))
@@ -305,7 +308,7 @@ def check(conn: Any, collection_id: int) -> list[str]:
         "AND bm25_class IS NOT NULL",
         (collection_id,),
     ):
-        for t, f in zip(terms, tfs):
+        for t, f in zip(*decode_forward(terms, tfs)):
             want.setdefault((t, int(klass)), {})[int(cid)] = (int(f), int(dl))
     got: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
     for term, klass, first, last, n, mt, md, data in conn.execute(

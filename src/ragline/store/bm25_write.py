@@ -63,17 +63,28 @@ class IndexedChunks:
 
 
 def forward_index(terms: dict[str, int]) -> tuple[list[str], list[int]]:
-    """A chunk's forward-index columns: its distinct terms, sorted, and their tf."""
+    """A chunk's distinct terms, sorted, and their tf (as stored: :func:`encode_forward`)."""
     items = sorted(terms.items())
     return [t for t, _ in items], [min(f, MAX_TF) for _, f in items]
 
 
+def encode_forward(terms: Sequence[str], tfs: Sequence[int]) -> tuple[str, bytes]:
+    """The ``chunks.terms``/``chunks.tfs`` columns: terms joined by spaces (no analyzer term
+    holds one) and the frequencies as big-endian uint16 — plain values, cheap to copy."""
+    return " ".join(terms), np.asarray(tfs, dtype=">u2").tobytes()
+
+
+def decode_forward(terms: str, tfs: bytes | memoryview) -> tuple[list[str], list[int]]:
+    return (terms.split(" ") if terms else []), np.frombuffer(tfs, dtype=">u2").tolist()
+
+
 def forward_rows(conn: Any, *, document_ids: Sequence[int]) -> list[Any]:
     """The indexed chunks of ``document_ids`` as ``(id, class, terms, tfs, dl, language)``."""
-    return conn.execute(
+    rows = conn.execute(
         f"{_FORWARD} WHERE c.document_id = ANY(%s) AND c.bm25_class IS NOT NULL ORDER BY c.id",
         (list(document_ids),),
     ).fetchall()
+    return [(r[0], r[1], *decode_forward(r[2], r[3]), r[4], r[5]) for r in rows]
 
 
 @dataclass

@@ -111,6 +111,37 @@ def get_document_by_id(
         return _doc(r) if r else None
 
 
+def current_documents(
+    db: Database, collection: Collection, tenant: str, keys: Sequence[str]
+) -> dict[str, DocumentRecord]:
+    """The current versions of ``keys`` by key (one query for a batch of sources)."""
+    if not keys:
+        return {}
+    with db.connection() as conn:
+        rows = conn.execute(
+            f"SELECT {_DOC_COLS} FROM documents WHERE collection_id = %s AND tenant = %s "
+            "AND doc_key = ANY(%s) AND is_current",
+            (collection.id, tenant, list(keys)),
+        ).fetchall()
+    return {r[1]: _doc(r) for r in rows}
+
+
+def current_versions(
+    db: Database, collection: Collection, tenant: str, keys: Sequence[str]
+) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``doc_key → (content_hash, groups)`` of the current versions of ``keys`` (one query
+    for a batch, instead of listing the tenant's every document)."""
+    if not keys:
+        return {}
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT doc_key, content_hash, groups FROM documents WHERE collection_id = %s "
+            "AND tenant = %s AND doc_key = ANY(%s) AND is_current",
+            (collection.id, tenant, list(keys)),
+        ).fetchall()
+    return {r[0]: (r[1], tuple(r[2])) for r in rows}
+
+
 def list_documents(
     db: Database, collection: Collection, tenant: str | None = None
 ) -> list[DocumentRecord]:

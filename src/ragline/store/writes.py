@@ -343,7 +343,7 @@ _CHUNK_COPY = (
 )
 _CHUNK_TYPES = [
     "int8", "int8", "int4", "text", "text[]", "int4", "text[]", "int4", "int4", "int4", "text",
-    "text", "int4", "int4", "text", "vector", "int4", "text[]", "int2[]", "int8",
+    "text", "int4", "int4", "text", "vector", "int4", "text", "bytea", "int8",
 ]  # fmt: skip
 
 
@@ -356,7 +356,7 @@ def _copy_chunks(
     """COPY the chunks (binary: vectors as they are) and parents of ``docs`` — (document id,
     tenant, groups, class, chunks) each — with the chunk ids ``ids``; returns what to index,
     per (tenant, groups) and class."""
-    from .bm25_write import IndexedChunks, forward_index
+    from .bm25_write import IndexedChunks, encode_forward, forward_index
 
     out: dict[tuple[tuple[str, tuple[str, ...]], int], list[Any]] = {}
     next_id = iter(ids)
@@ -371,6 +371,7 @@ def _copy_chunks(
                     cid = next(next_id)
                     terms, tfs = forward_index(pc.terms)
                     dl = sum(pc.terms.values())
+                    stored_terms, stored_tfs = encode_forward(terms, tfs)
                     cp.write_row(
                         (
                             cid,
@@ -390,8 +391,8 @@ def _copy_chunks(
                             pc.text_hash,
                             pc.embedding,
                             c.parent.ordinal if c.parent is not None else None,
-                            terms,
-                            tfs,
+                            stored_terms,
+                            stored_tfs,
                             klass,
                         )
                     )

@@ -62,16 +62,17 @@ CREATE TABLE bm25_blocks (
 );
 ALTER TABLE bm25_blocks ALTER COLUMN data SET STORAGE PLAIN;
 
--- The forward index: each chunk's distinct terms and their frequencies (what a delete or a
--- permission change must take out of the lists), and the class it is indexed in.
-ALTER TABLE chunks ADD COLUMN terms text[] NOT NULL DEFAULT '{}';
-ALTER TABLE chunks ADD COLUMN tfs smallint[] NOT NULL DEFAULT '{}';
+-- The forward index: each chunk's distinct terms, sorted and separated by spaces (a term
+-- never holds one), their frequencies as big-endian uint16 (what a delete or a permission
+-- change must take out of the lists), and the class the chunk is indexed in.
+ALTER TABLE chunks ADD COLUMN terms text NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN tfs bytea NOT NULL DEFAULT '';
 ALTER TABLE chunks ADD COLUMN bm25_class bigint;
 
 UPDATE chunks c SET terms = f.terms, tfs = f.tfs
 FROM (
-    SELECT chunk_id, array_agg(term ORDER BY term) AS terms,
-           array_agg(least(tf, 32767)::smallint ORDER BY term) AS tfs
+    SELECT chunk_id, string_agg(term, ' ' ORDER BY term) AS terms,
+           string_agg(int2send(least(tf, 32767)::smallint), ''::bytea ORDER BY term) AS tfs
     FROM postings GROUP BY chunk_id
 ) f
 WHERE c.id = f.chunk_id;
