@@ -165,7 +165,7 @@ class Index(BindingMixin, TracingMixin):
 
     def ingest_vectors(
         self,
-        records: Iterable[Mapping[str, Any]] | Sequence[Mapping[str, Any]],
+        records: Iterable[Any],
         *,
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from ..core.errors import ConfigError
@@ -83,7 +83,7 @@ class Analyzer:
 
         self.language = language
         self.ignorables = ignorables
-        self._stem_word = None
+        self._stem_word: Callable[[str], str] | None = None
         base = language.removesuffix(FOLDED_SUFFIX)
         folded = base != language and base in FOLDED
         self._stop = STOPWORDS.get(base if folded else language, frozenset())

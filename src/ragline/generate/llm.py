@@ -365,7 +365,8 @@ class LlamaCppChat:
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> str:
-        out: Any = self._llm.create_chat_completion(
+        llm: Any = self._llm  # llama_cpp's message TypedDicts: ours are plain dicts
+        out: Any = llm.create_chat_completion(
             messages=[dict(m) for m in messages], max_tokens=max_tokens, temperature=temperature
         )
         return out["choices"][0]["message"].get("content") or ""
@@ -373,13 +374,14 @@ class LlamaCppChat:
     def stream(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> Iterator[str]:
-        for chunk in self._llm.create_chat_completion(
+        llm: Any = self._llm
+        for chunk in llm.create_chat_completion(
             messages=[dict(m) for m in messages],
             max_tokens=max_tokens,
             temperature=temperature,
             stream=True,
         ):
-            piece = chunk["choices"][0].get("delta", {}).get("content")  # type: ignore[index]
+            piece = chunk["choices"][0].get("delta", {}).get("content")
             if piece:
                 yield piece
 

@@ -158,7 +158,7 @@ class Ingestor:
         embedder: Any,
         chunker: Any,
         analyzer: Any,
-        on_progress: Callable[[str, int], None] | None = None,
+        on_progress: Callable[..., None] | None = None,
         embed: bool = True,
         parse_options: dict[str, Any] | None = None,
         keep_versions: int = 0,
@@ -258,7 +258,8 @@ class Ingestor:
             )
 
         writer = WriteAhead()
-        with writer, ParsePool(**self.parse_options) as pool:
+        pool: ParsePool[tuple[Source, bool]] = ParsePool(**self.parse_options)
+        with writer, pool:
             for (src, is_update), parsed in pool.imap(to_parse()):
                 try:
                     if isinstance(parsed, Exception):

@@ -279,7 +279,7 @@ def fuse_results(results: Sequence[SearchResult], k: int, rrf_k: int = RRF_K) ->
     for r in results:
         for h in r.hits:
             by_id.setdefault(h.chunk_id, h)
-    hits = []
+    hits: list[Hit] = []
     for cid, score in ranked[:k]:
         h = by_id[cid]
         hits.append(

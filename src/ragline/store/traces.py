@@ -68,6 +68,7 @@ def _scope(
     if admin:
         return "tenant = %s", [principal.tenant]
     groups = sorted(set(principal.groups))
+    params: list[Any]
     if key_id is not None:
         own, params = "key_id = %s", [key_id]
     else:
