@@ -78,19 +78,21 @@ class BindingMixin:
 
     def _refresh(self) -> None:
         """Follow an index-version switch (``ragline index activate``) made by any
-        process: one cheap query; queries already running keep their searcher."""
-        if self.collection is None or self._pin is not None:
+        process: one cheap query; queries already running keep their searcher. An index
+        opened before anything was ingested binds to the collection once another process
+        (or another server worker) creates it."""
+        if self._pin is not None:
             return
         from .store.versions import active_collection
 
         new = active_collection(self.db, self.settings.collection)
-        if new is None or new.id == self.collection.id:
+        if new is None or (self.collection is not None and new.id == self.collection.id):
             return
         with self._switch:
-            if new.id == self.collection.id:  # another thread switched meanwhile
-                return
+            if self.collection is not None and new.id == self.collection.id:
+                return  # another thread switched meanwhile
             embedder = self.embedder
-            if new.embedder != self.collection.embedder:
+            if embedder is None or new.embedder != embedder.model_id:
                 embedder = _embedder_for(new.embedder, self.settings.embed_threads)
             self._searcher = None
             self._bind(embedder)
@@ -105,8 +107,12 @@ class BindingMixin:
             )
 
     def _choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
-        """Embedder 'auto': English first documents → MiniLM, any other language → e5."""
+        """Embedder 'auto': English first documents → MiniLM, any other language → e5.
+
+        The (up to five) documents read to decide are handed on parsed, so the ingest
+        does not parse them a second time."""
         import itertools
+        from dataclasses import replace
 
         from .analysis.language import detect_language
         from .embed import get_embedder
@@ -123,12 +129,15 @@ class BindingMixin:
                 if len(sample) >= 5:
                     break
         text = ""
+        parsed: dict[int, Any] = {}
         pool: Any
         with ParsePool(**self.settings.parse_options()) as pool:
             items = ((i, s.path, s.load if s.path is None else None) for i, s in enumerate(sample))
-            for _key, doc in pool.imap(items):
+            for i, doc in pool.imap(items):
                 if not isinstance(doc, Exception):
                     text += doc.text[:2000] + "\n\n"
+                    parsed[id(sample[i])] = replace(sample[i], path=None, load=lambda d=doc: d)
+        head = [parsed.get(id(item), item) for item in head]
         lang = detect_language(text).code if text.strip() else "en"
         self._bind(
             get_embedder(

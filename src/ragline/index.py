@@ -68,13 +68,15 @@ class Index(BindingMixin, TracingMixin):
         *,
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
-        on_progress: Callable[[str, int], None] | None = None,
+        on_progress: Callable[..., None] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_total: Callable[[int], None] | None = None,
     ) -> Any:
         """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
 
         ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
-        used in search filters."""
+        used in search filters. ``on_total`` gets the number of files found (the folders are
+        walked once, before the first file is read)."""
         from .core.errors import ParseError
         from .ingest.sources import Skipped, file_source, iter_files
 
@@ -82,7 +84,10 @@ class Index(BindingMixin, TracingMixin):
             paths = [paths]
 
         def sources() -> Iterable[Any]:
-            for path, err in iter_files(paths):
+            found = list(iter_files(paths))
+            if on_total is not None:
+                on_total(len(found))
+            for path, err in found:
                 if isinstance(err, Skipped):
                     yield err
                     continue
@@ -390,11 +395,16 @@ class Index(BindingMixin, TracingMixin):
         caller's)."""
         from dataclasses import replace
 
-        from .retrieve.search import SearchParams, fuse_results
+        from .core.trace import NOTHING_INGESTED
+        from .retrieve.search import SearchParams, SearchResult, fuse_results
 
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         self.check_size(query, filters)
+        self._refresh()  # binds a collection another process has created meanwhile
+        if self.collection is None:  # nothing ingested yet, by anyone: an empty result
+            default = "rerank" if self.settings.reranker else "hybrid"
+            return SearchResult(query, mode or default, (), notes=(NOTHING_INGESTED,))
         params = SearchParams(
             depth=self.settings.rrf_depth,
             rrf_k=self.settings.rrf_k,
@@ -410,7 +420,6 @@ class Index(BindingMixin, TracingMixin):
             mode = "rerank" if self.settings.reranker else "hybrid"
         k = k or self.settings.top_k
         principal = _principal(tenant, groups)
-        self._refresh()
         searcher = self.searcher  # one version for every query of the plan
         plan = self.planner(**dict(techniques or {})).plan(query, history)
         results = [
@@ -476,11 +485,15 @@ class Index(BindingMixin, TracingMixin):
             ).hits
         )
 
-    def _generator(self) -> Any:
+    def _generator(self, max_passages: int) -> Any:
+        """The answerer, reading at most ``max_passages`` distinct passages (``ask --k``,
+        else the ``answer_passages`` setting)."""
         from .generate import ExtractiveAnswerer
 
         s = self.settings
-        gate = {} if s.min_evidence is None else {"min_evidence": s.min_evidence}
+        gate: dict[str, Any] = {"max_passages": max_passages}
+        if s.min_evidence is not None:
+            gate["min_evidence"] = s.min_evidence
         if self.chat is None:
             return ExtractiveAnswerer(language=s.language, **gate)
         from .generate.llm_answerer import LLMAnswerer
@@ -543,6 +556,16 @@ class Index(BindingMixin, TracingMixin):
         import time
         from dataclasses import replace
 
+        from .core.trace import nothing_ingested
+
+        self.check_size(question, filters)
+        self._refresh()
+        if self.collection is None:  # nothing ingested yet, by anyone
+            empty = nothing_ingested(question)
+            if stream:
+                yield empty.text
+            yield empty
+            return
         ctx = self.context(
             question,
             tenant=tenant,
@@ -553,7 +576,7 @@ class Index(BindingMixin, TracingMixin):
             reorder=False,
             history=history,
         )
-        plan, gen = ctx.plan, self._generator()
+        plan, gen = ctx.plan, self._generator(k or self.settings.answer_passages)
         t_gen = time.perf_counter()
         if self.chat is None:
             items: Iterable[str | Answer] = [gen.answer(plan.question, ctx.passages)]

@@ -86,6 +86,12 @@ class _Pending:
     parsed: ParsedDocument
     chunks: list[Chunk]
     is_update: bool
+    hashes: list[str] = field(default_factory=list)
+    """``text_hash`` of each chunk's indexed text, computed once (cache key and row value)."""
+
+    def __post_init__(self) -> None:
+        if not self.hashes:
+            self.hashes.extend(text_hash(c.indexed_text) for c in self.chunks)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -294,7 +300,7 @@ class Ingestor:
     ) -> dict[str, Any] | None:
         """Vectors of the batch's chunk texts by text hash (cache first, then the model);
         None (the batch failed, recorded) when embedding failed."""
-        texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
+        texts = {h: c.indexed_text for p in pending for c, h in zip(p.chunks, p.hashes)}
         try:
             vectors = cached_embeddings(self.db, self.embedder.model_id, owner.tenant, texts)
             report.cached += len(vectors)
@@ -334,8 +340,7 @@ class Ingestor:
                     terms=Counter(self.analyzer.terms(c.indexed_text, language)),
                     text_hash=h,
                 )
-                for c in p.chunks
-                for h in (text_hash(c.indexed_text),)
+                for c, h in zip(p.chunks, p.hashes)
             ]
             writes.append(
                 DocumentWrite(

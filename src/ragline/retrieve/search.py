@@ -39,6 +39,8 @@ class SearchResult:
     trace_id: str | None = None
     bm25_query: Mapping[str, Any] = field(default_factory=dict)
     """What the BM25 leg searched for: ``{"languages": [...], "terms": [...]}``."""
+    notes: tuple[str, ...] = ()
+    """Why nothing could be searched (``ragline.core.trace.NOTHING_INGESTED``)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ class HybridSearcher:
     @property
     def has_parents(self) -> bool:
         """Whether the collection is chunked parent–child (hits carry their parents)."""
-        return str(self.collection.chunker).startswith("parent-child")
+        from ..chunk import strategy_of
+
+        return strategy_of(str(self.collection.chunker)) == "parent-child"
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
