@@ -77,7 +77,7 @@ def test_the_documents_read_to_choose_the_model_are_not_parsed_again(pg_url, sch
     folder = _docs(tmp_path, n=7)
     idx = make_index(pg_url, schema)
     sources = [file_source(p) for p in sorted(folder.iterdir())]
-    handed_on = list(idx._choose_embedder(iter(sources)))
+    handed_on = list(idx.binding.choose_embedder(iter(sources)))
     assert [s.doc_key for s in handed_on] == [s.doc_key for s in sources]
     # the five sampled come back parsed (no file to parse again), the rest untouched
     assert [s.path is None for s in handed_on] == [True] * 5 + [False] * 2
