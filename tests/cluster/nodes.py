@@ -213,8 +213,22 @@ def streaming_standby(primary: Node, base: Path, name: str = "standby") -> Node:
     _chown(pgdata)
     pgdata.chmod(0o700)
     subprocess.run(
-        [_bin("pg_basebackup"), "-D", str(pgdata), "-h", "127.0.0.1", "-p", str(primary.port),
-         "-U", "postgres", "-R", "-X", "stream", "-c", "fast"],
+        [
+            _bin("pg_basebackup"),
+            "-D",
+            str(pgdata),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-R",
+            "-X",
+            "stream",
+            "-c",
+            "fast",
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -42,12 +42,9 @@ def _world(seed: int = 7) -> list[tuple[str, str, tuple[str, ...], str, str]]:
     for i in range(48):
         topic = rng.choice(TOPICS)
         other = rng.choice(TOPICS)
-        text = (
-            f"{topic.capitalize()} note {i}. "
-            + " ".join(
-                f"This paragraph explains {rng.choice([topic, other])} step {j} in detail."
-                for j in range(rng.randint(2, 12))
-            )
+        text = f"{topic.capitalize()} note {i}. " + " ".join(
+            f"This paragraph explains {rng.choice([topic, other])} step {j} in detail."
+            for j in range(rng.randint(2, 12))
         )
         docs.append((f"doc{i}", rng.choice(TENANTS), rng.choice(GROUPS), topic.title(), text))
     return docs
@@ -77,7 +74,9 @@ def observe(idx) -> dict:
             for t in recent_traces(idx.db, idx.collection.id, p, limit=500)
         )
     for t in TENANTS:
-        out[(t, "documents")] = sorted((d.doc_key, d.version, d.n_chunks) for d in idx.documents(tenant=t))
+        out[(t, "documents")] = sorted(
+            (d.doc_key, d.version, d.n_chunks) for d in idx.documents(tenant=t)
+        )
     return out
 
 
@@ -188,11 +187,13 @@ def test_tenant_queries_route_to_one_shard(citus, citus_schema):
             idx.ingest_sources([text_source(key, title, text)], tenant=tenant, groups=groups)
         statements = _capture_statements(
             idx,
-            lambda: [
-                idx.search("battery charging", tenant="acme", groups=("eng",), mode=m)
-                for m in ("bm25", "vector", "hybrid")
-            ]
-            + [idx.ask("vpn access", tenant="acme", groups=("eng",))],
+            lambda: (
+                [
+                    idx.search("battery charging", tenant="acme", groups=("eng",), mode=m)
+                    for m in ("bm25", "vector", "hybrid")
+                ]
+                + [idx.ask("vpn access", tenant="acme", groups=("eng",))]
+            ),
         )
         distributed = [s for s in statements if _touches_tenant_tables(s[0])]
         assert len(distributed) >= 4, statements
@@ -271,4 +272,6 @@ def test_fixture_nodes_are_separate_servers(citus):
     dirs = {Path(n.pgdata) for n in citus.nodes}
     assert len(dirs) == 3
     with psycopg.connect(citus.url) as conn:
-        assert conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()[0] == 2
+        assert (
+            conn.execute("SELECT count(*) FROM citus_get_active_worker_nodes()").fetchone()[0] == 2
+        )

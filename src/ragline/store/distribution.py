@@ -67,9 +67,7 @@ _DOCUMENT_FKS = ("chunks", "chunk_parents")
 
 def citus_present(conn: Any) -> bool:
     """Whether this database has the Citus extension (a coordinator)."""
-    return (
-        conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
-    )
+    return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
 
 
 def is_distributed(conn: Any, schema: str) -> bool:

@@ -94,7 +94,8 @@ def abandon_unfinished(db: Database, before: Any = None) -> int:
             conn.execute(
                 "UPDATE ingest_jobs SET status = 'failed', finished_at = now(), "
                 'detail = detail || \'{"error": "the server stopped before the job finished; upload again"}\'::jsonb '
-                f"WHERE status IN ('queued', 'running') AND created_at < {since}",
+                f"WHERE status IN ('queued', 'running') AND created_at < {since} "
+                "AND NOT detail ? 'queued_tasks'",  # queue jobs outlive a server
                 () if before is None else (before,),
             ).rowcount
         )
