@@ -182,3 +182,28 @@ def test_uploads_enqueued_and_worked_in_process(pg_url, schema):
         assert idx.search("alpha", tenant="acme", mode="bm25") == []  # groups kept
     finally:
         idx.close()
+
+
+def test_server_uploads_and_syncs_go_to_the_queue(pg_url, schema, tmp_path):
+    """ragline serve with ingest_queue: the upload's bytes and the sync go to the queue
+    (the server's own thread never runs them) and a worker finishes both jobs."""
+    from ragline.serve.jobs import JobRunner
+    from ragline.store.jobs import get_job
+
+    folder = _files(tmp_path, 3)
+    saved = tmp_path / "upload.md"
+    saved.write_text("# Up\n\nuploaded battery manual")
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder(), ingest_queue=True)
+    try:
+        runner = JobRunner(idx)  # not started: nothing may depend on its thread
+        removed = []
+        up = runner.submit_files("acme", [], [("up.md", saved)], cleanup=lambda: removed.append(1))
+        sy = runner.submit_sync("acme", [], folder)
+        assert removed == [1]  # the saved file is not needed once its bytes are queued
+        assert get_job(idx.db, up["id"], "acme")["status"] == "queued"
+        assert Worker(idx.db, lambda _c: idx, stale_after=5).run(drain=True) == 2
+        assert get_job(idx.db, up["id"], "acme")["status"] == "done"
+        assert get_job(idx.db, sy["id"], "acme")["status"] == "done"
+        assert len(idx.documents(tenant="acme")) == 4
+    finally:
+        idx.close()
