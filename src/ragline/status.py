@@ -76,7 +76,7 @@ def _replication(index: Any) -> dict[str, Any]:
     if index.db.distributed:
         with index.db.connection() as conn:
             workers = conn.execute(
-                "SELECT nodename || ':' || nodeport FROM citus_get_active_worker_nodes() ORDER BY 1"
+                "SELECT node_name || ':' || node_port FROM citus_get_active_worker_nodes() ORDER BY 1"
             ).fetchall()
         out["citus_workers"] = [w[0] for w in workers]
     return out
