@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from pathlib import Path
 
 import psycopg
@@ -253,8 +254,28 @@ def test_a_stopped_worker_is_a_clear_error(citus, citus_schema):
         with idx.db.connection() as conn:
             host, port = shard_placement(conn, citus_schema, "acme")
         worker = next(w for w in citus.workers if w.port == port)
-        worker.stop("immediate")
+        # mid-query: a statement running on every shard (each row sleeps on its worker)
+        import threading
+
+        failure: list[BaseException] = []
+
+        def slow_listing() -> None:
+            try:
+                with idx.db.connection() as conn:
+                    conn.execute(
+                        "SELECT count(*) FROM documents WHERE pg_sleep(1) IS NOT NULL"
+                    ).fetchone()
+            except BaseException as exc:  # noqa: BLE001 - examined below
+                failure.append(exc)
+
+        t = threading.Thread(target=slow_listing)
+        t.start()
         try:
+            time.sleep(1.0)
+            worker.stop("immediate")
+            t.join(60)
+            assert failure and isinstance(failure[0], StoreError), failure
+            assert "not answered" in str(failure[0])
             for mode in ("bm25", "vector", "hybrid"):
                 with pytest.raises(StoreError, match=r"worker|node|127\.0\.0\.1"):
                     idx.search("battery", tenant="acme", mode=mode)
@@ -262,6 +283,7 @@ def test_a_stopped_worker_is_a_clear_error(citus, citus_schema):
             with pytest.raises(StoreError):
                 idx.documents(tenant=None)
         finally:
+            t.join(60)
             worker.start()
         assert idx.search("battery", tenant="acme", mode="bm25")  # back once it is up
     finally:
