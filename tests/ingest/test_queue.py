@@ -207,3 +207,17 @@ def test_server_uploads_and_syncs_go_to_the_queue(pg_url, schema, tmp_path):
         assert len(idx.documents(tenant="acme")) == 4
     finally:
         idx.close()
+
+
+def test_cli_enqueue_then_worker(run, tmp_path):
+    """`ragline ingest --enqueue` queues, `ragline worker --drain` ingests (real model)."""
+    import json
+
+    folder = _files(tmp_path, 3)
+    job = json.loads(run("ingest", "--enqueue", str(folder), "--tenant", "acme", "--json").output)
+    assert job["status"] == "queued" and job["total"] == 3
+    run("worker", "--drain", "--stale-after", "5")
+    st = json.loads(run("status", "--json").output)
+    assert st["tenants"] == {"acme": 3} and st["ingest_queue"] == {"done": 1}
+    hits = json.loads(run("search", "topic 2", "--tenant", "acme", "--json").output)
+    assert hits["hits"]
