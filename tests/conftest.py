@@ -41,6 +41,17 @@ def pg_url():
     if url:
         yield url
         return
+    if os.environ.get("RAGLINE_TEST_CITUS", "") not in ("", "0"):
+        # the whole session on a Citus coordinator + 2 workers (make test-cluster)
+        from tests.cluster.nodes import citus_cluster, citus_missing
+
+        reason = citus_missing()
+        if reason:
+            pytest.skip(reason)
+        cluster = citus_cluster(2)
+        yield cluster.url
+        cluster.stop()
+        return
     import shutil
 
     from ragline.store.server import ensure_server, stop_server

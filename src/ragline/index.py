@@ -36,6 +36,11 @@ class Index:
             schema=settings.db_schema,
             max_size=settings.pool_size,
         )
+        self.read_db: Any = self.db  # searches and asks read here (store/replicas.py)
+        if settings.read_urls() and not settings.read_from_primary:
+            from .store.replicas import ReadPools
+
+            self.read_db = ReadPools(self.db, settings.read_urls(), max_size=settings.pool_size)
         self._searcher: Any = None
         self._chat: Any = None
         pin = (
@@ -369,7 +374,7 @@ class Index:
                     self.settings.reranker, latency_budget_ms=self.settings.rerank_budget_ms
                 )
             self._searcher = HybridSearcher(
-                self.db,
+                self.read_db,
                 self.collection,
                 self.embedder,
                 self.analyzer,
@@ -673,7 +678,7 @@ class Index:
             token_budget=self.settings.context_tokens,
             window=self.settings.context_window,
             max_per_doc=self.settings.context_max_per_doc,
-            neighbors=lambda spots, w: neighbor_chunks(self.db, principal, spots, w),
+            neighbors=lambda spots, w: neighbor_chunks(self.read_db, principal, spots, w),
             reorder=reorder,
         )
         return replace(ctx, plan=res.plan, search=res)
@@ -703,6 +708,8 @@ class Index:
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
+        if self.read_db is not self.db:
+            self.read_db.close()
         self.db.close()
 
     def __enter__(self) -> Index:

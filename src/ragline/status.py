@@ -54,7 +54,32 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
             1,
         ),
         "freshness": freshness(index.db, index.collection, check_sources=check_sources),
+        **_replication(index),
     }
+
+
+def _replication(index: Any) -> dict[str, Any]:
+    """Replica lag (the read-your-writes gap) when reads go to replicas, the ingest
+    queue, the Citus workers."""
+    out: dict[str, Any] = {}
+    urls = index.settings.read_urls()
+    if urls:
+        if index.read_db is index.db:
+            out["replicas"] = {"reads_from": "primary (read_from_primary)", "urls": len(urls)}
+        else:
+            out["replicas"] = index.read_db.lag()
+    from .store.queue import queue_status
+
+    tasks = queue_status(index.db)
+    if tasks:
+        out["ingest_queue"] = tasks
+    if index.db.distributed:
+        with index.db.connection() as conn:
+            workers = conn.execute(
+                "SELECT node_name || ':' || node_port FROM citus_get_active_worker_nodes() ORDER BY 1"
+            ).fetchall()
+        out["citus_workers"] = [w[0] for w in workers]
+    return out
 
 
 def _analyzer_upgrade(stored: str) -> dict[str, str]:

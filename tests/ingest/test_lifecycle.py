@@ -150,7 +150,8 @@ def test_sigkill_mid_ingest_leaves_each_document_old_or_new(pg_url, schema):
             rows = conn.execute(
                 "SELECT d.doc_key, d.n_chunks, count(c.id), "
                 "sum((c.text LIKE '%%OLD%%')::int), sum((c.text LIKE '%%NEW%%')::int) "
-                "FROM documents d LEFT JOIN chunks c ON c.document_id = d.id GROUP BY d.id"
+                "FROM documents d LEFT JOIN chunks c ON c.tenant = d.tenant AND c.document_id = d.id "
+                "GROUP BY d.tenant, d.id"  # the key is (tenant, id) on Citus
             ).fetchall()
             from ragline.store.bm25 import check
 

@@ -195,6 +195,25 @@ _progress = click.option(
 )
 
 
+_enqueue = click.option(
+    "--enqueue",
+    is_flag=True,
+    help="Queue the work for `ragline worker` processes instead of doing it here "
+    "(prints the job; `ragline jobs` shows its progress).",
+)
+
+
+def _group_list(groups: str) -> list[str]:
+    return [g.strip() for g in groups.split(",") if g.strip()]
+
+
+def _print_job(job: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _echo_json(job)
+    else:
+        click.echo(f"queued job {job['id']} ({job['kind']}, {job['total']} file(s))")
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @_tenant
@@ -216,6 +235,7 @@ _progress = click.option(
     "command lines are visible to other users).",
 )
 @_chunking
+@_enqueue
 @_json
 @_progress
 @click.pass_obj
@@ -228,6 +248,7 @@ def ingest(
     vectors_file: Path | None,
     pdf_password: str | None,
     chunking: str | None,
+    enqueue: bool,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -250,6 +271,11 @@ def ingest(
         os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it
 
     index = obj.index(**_chunking_overrides(chunking))
+    if enqueue:
+        from ..ingest.queue import enqueue_paths
+
+        _print_job(enqueue_paths(index, paths, tenant=tenant, groups=_group_list(groups)), as_json)
+        return
     bar, on_progress = _progress_bar(None, progress)
     report = index.ingest(
         paths,
@@ -271,6 +297,7 @@ def ingest(
 @_tenant
 @_groups
 @_meta
+@_enqueue
 @_json
 @_progress
 @click.pass_obj
@@ -280,11 +307,18 @@ def sync(
     tenant: str,
     groups: str,
     meta: tuple[str, ...],
+    enqueue: bool,
     as_json: bool,
     progress: bool | None,
 ) -> None:
     """Make the index equal FOLDER: add new, re-index changed, delete removed, move renamed files."""
     index = obj.index()
+    if enqueue:  # the worker must read FOLDER at the same path
+        from ..ingest.queue import enqueue_sync
+
+        job = enqueue_sync(index, tenant, _group_list(groups), folder.expanduser().resolve())
+        _print_job(job, as_json)
+        return
     bar, on_progress = _progress_bar(None, progress)
     report = index.sync(
         folder, tenant=tenant, groups=groups, on_progress=on_progress, metadata=_meta_dict(meta)
@@ -658,6 +692,7 @@ from .eval import eval_group  # noqa: E402
 from .index_cmd import index_group  # noqa: E402
 from .mcp import mcp_command  # noqa: E402
 from .serve import keys_group, serve_command, trace_command  # noqa: E402
+from .worker import worker_command  # noqa: E402
 
 cli.add_command(eval_group)
 cli.add_command(serve_command)
@@ -665,6 +700,7 @@ cli.add_command(keys_group)
 cli.add_command(trace_command)
 cli.add_command(mcp_command)
 cli.add_command(index_group)
+cli.add_command(worker_command)
 
 
 def main() -> None:

@@ -173,6 +173,21 @@ class Settings(BaseModel):
         default=100, ge=1, description="filter values of one request, all keys together"
     )
     pool_size: int = Field(default=4, ge=1, le=64, description="database connections per process")
+    read_database_url: str | None = Field(
+        default=None,
+        description="streaming replicas searches and asks read from: one postgresql:// URL or "
+        "several separated by commas (writes, keys and traces stay on the primary); replica "
+        "lag shows in `ragline status`",
+    )
+    read_from_primary: bool = Field(
+        default=False,
+        description="read from the primary even when replicas are set (read-your-writes)",
+    )
+    ingest_queue: bool = Field(
+        default=False,
+        description="ragline serve: uploads and syncs go to the ingest queue for `ragline "
+        "worker` processes instead of a thread of the server",
+    )
     parse_workers: int | None = Field(
         default=None, ge=1, description="parser processes (default: cores, max 4)"
     )
@@ -192,6 +207,18 @@ class Settings(BaseModel):
         if v and not v.startswith(("postgresql://", "postgres://")):
             raise ValueError("must start with postgresql://")
         return v or None
+
+    @field_validator("read_database_url")
+    @classmethod
+    def _read_urls(cls, v: str | None) -> str | None:
+        for url in (v or "").split(","):
+            if url.strip() and not url.strip().startswith(("postgresql://", "postgres://")):
+                raise ValueError("each replica URL must start with postgresql://")
+        return v or None
+
+    def read_urls(self) -> list[str]:
+        """The replica URLs of ``read_database_url`` ([] when none)."""
+        return [u.strip() for u in (self.read_database_url or "").split(",") if u.strip()]
 
     @classmethod
     def resolve(
@@ -232,8 +259,10 @@ class Settings(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump(mode="json")
-        if d.get("database_url"):
-            from ..store.db import _redact
+        from ..store.db import _redact
 
+        if d.get("database_url"):
             d["database_url"] = _redact(d["database_url"])
+        if d.get("read_database_url"):
+            d["read_database_url"] = _redact(d["read_database_url"])
         return d

@@ -111,8 +111,9 @@ def evaluate_golden(
     with index.db.connection() as conn:
         rows = conn.execute(
             "SELECT d.source_uri, c.id, c.text, p.text FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_parents p "
-            "ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
+            "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+            "LEFT JOIN chunk_parents p ON p.tenant = c.tenant "
+            "AND p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
             "WHERE c.collection_id = %s AND c.is_current AND c.tenant = %s "
             "AND c.groups = '{}'::text[]",
             (index.collection.id, principal.tenant),

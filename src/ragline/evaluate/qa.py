@@ -190,9 +190,10 @@ def _explain(index: Any, qa: list[dict], rows: list[dict[str, Any]]) -> dict[str
     with index.db.connection() as conn:
         for key, cid, text, parent in conn.execute(
             "SELECT d.doc_key, c.id, c.text, p.text FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id LEFT JOIN chunk_parents p "
-            "ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
-            "WHERE c.collection_id = %s AND c.is_current AND d.tenant = 'default' "
+            "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+            "LEFT JOIN chunk_parents p ON p.tenant = c.tenant "
+            "AND p.document_id = c.document_id AND p.ordinal = c.parent_ordinal "
+            "WHERE c.collection_id = %s AND c.is_current AND c.tenant = 'default' "
             "AND d.doc_key = ANY(%s)",
             (index.collection.id, keys),
         ):

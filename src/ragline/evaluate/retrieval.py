@@ -175,8 +175,9 @@ def _explain(
     chunks: dict[str, set[int]] = {}
     with index.db.connection() as conn:
         for key, cid in conn.execute(
-            "SELECT d.doc_key, c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.collection_id = %s AND c.is_current AND d.tenant = %s "
+            "SELECT d.doc_key, c.id FROM chunks c "
+            "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
+            "WHERE c.collection_id = %s AND c.is_current AND c.tenant = %s "
             "AND d.doc_key = ANY(%s)",
             (index.collection.id, tenant, keys),
         ):

@@ -101,7 +101,18 @@ class JobRunner:
     ) -> dict[str, Any]:
         """Ingest uploaded files (``(name, saved path)``); each becomes document
         ``upload:NAME`` of ``tenant``, so uploading the same name again updates it.
-        ``cleanup`` runs when the job ends, whatever the outcome (it removes the files)."""
+        ``cleanup`` runs when the job ends, whatever the outcome (it removes the files).
+        With ``ingest_queue`` the files' bytes go to the database queue for ``ragline
+        worker`` processes and the saved files are removed at once."""
+        if self.index.settings.ingest_queue:
+            from ..ingest.queue import enqueue_uploads
+
+            try:
+                data = [(n, p.read_bytes()) for n, p in files]
+            finally:
+                if cleanup is not None:
+                    cleanup()
+            return enqueue_uploads(self.index, tenant, groups, data, metadata=metadata)
         job = create_job(
             self.index.db, tenant, "upload", len(files), {"files": [n for n, _ in files]}
         )
@@ -154,6 +165,12 @@ class JobRunner:
             raise LimitError(
                 f"{folder} holds more than {max_files:,} files (setting max_sync_files); "
                 "sync its sub-folders one by one"
+            )
+        if self.index.settings.ingest_queue:  # the workers read the folder at this path
+            from ..ingest.queue import enqueue_sync
+
+            return enqueue_sync(
+                self.index, tenant, groups, folder, strict=True, max_files=max_files, total=total
             )
         job = create_job(self.index.db, tenant, "sync", total, {"folder": str(folder)})
 

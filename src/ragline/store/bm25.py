@@ -256,7 +256,7 @@ def build_pending(conn: Any) -> None:
             raw = conn.execute(
                 "UPDATE chunks SET bm25_class = %s WHERE collection_id = %s AND tenant = %s "
                 "AND groups = %s AND is_current = %s RETURNING id, bm25_class, terms, tfs, n_terms, "
-                "(SELECT coalesce(language, '') FROM documents d WHERE d.id = document_id)",
+                "(SELECT coalesce(language, '') FROM documents d WHERE d.tenant = chunks.tenant AND d.id = document_id)",
                 (klass, cid, tenant, grp, cur),
             ).fetchall()
             rows = sorted(
@@ -343,7 +343,7 @@ def check(conn: Any, collection_id: int) -> list[str]:
         (int(r[0]), r[1]): int(r[2])
         for r in conn.execute(
             "SELECT c.bm25_class, coalesce(d.language, ''), count(*) FROM chunks c JOIN documents d "
-            "ON d.id = c.document_id WHERE c.collection_id = %s AND c.bm25_class IS NOT NULL GROUP BY 1, 2",
+            "ON d.tenant = c.tenant AND d.id = c.document_id WHERE c.collection_id = %s AND c.bm25_class IS NOT NULL GROUP BY 1, 2",
             (collection_id,),
         )
     }

@@ -32,7 +32,7 @@ _BLOCK_COPY = (
 _BLOCK_TYPES = ["int4", "text", "text", "int8", "int8", "int8", "int4", "int4", "int4", "bytea"]
 _FORWARD = (
     "SELECT c.id, c.bm25_class, c.terms, c.tfs, c.n_terms, coalesce(d.language, '') "
-    "FROM chunks c JOIN documents d ON d.id = c.document_id"
+    "FROM chunks c JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id"
 )
 
 
@@ -78,11 +78,12 @@ def decode_forward(terms: str, tfs: bytes | memoryview) -> tuple[list[str], list
     return (terms.split(" ") if terms else []), np.frombuffer(tfs, dtype=">u2").tolist()
 
 
-def forward_rows(conn: Any, *, document_ids: Sequence[int]) -> list[Any]:
+def forward_rows(conn: Any, tenant: str, *, document_ids: Sequence[int]) -> list[Any]:
     """The indexed chunks of ``document_ids`` as ``(id, class, terms, tfs, dl, language)``."""
     rows = conn.execute(
-        f"{_FORWARD} WHERE c.document_id = ANY(%s) AND c.bm25_class IS NOT NULL ORDER BY c.id",
-        (list(document_ids),),
+        f"{_FORWARD} WHERE c.tenant = %s AND c.document_id = ANY(%s) "
+        "AND c.bm25_class IS NOT NULL ORDER BY c.id",
+        (tenant, list(document_ids)),
     ).fetchall()
     return [(r[0], r[1], *decode_forward(r[2], r[3]), r[4], r[5]) for r in rows]
 
@@ -100,7 +101,7 @@ class Changes:
 
     def remove_documents(self, conn: Any, document_ids: Sequence[int]) -> list[Any]:
         """Take the chunks of ``document_ids`` out (call before deleting or moving them)."""
-        rows = forward_rows(conn, document_ids=document_ids) if document_ids else []
+        rows = forward_rows(conn, self.tenant, document_ids=document_ids) if document_ids else []
         self.removed.extend(rows)
         return rows
 

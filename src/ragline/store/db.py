@@ -44,6 +44,7 @@ class Database:
         self.url = url
         self.schema = schema
         self._ext_schema = "public"
+        self.distributed = False  # a Citus coordinator (see ragline.store.distribution)
         self._check_and_migrate()
         from psycopg_pool import ConnectionPool
 
@@ -78,6 +79,13 @@ class Database:
         conn.autocommit = True
         conn.execute(f"SET search_path = {self.schema}, {self._ext_schema}")
         conn.execute("SET jit = off")
+        if self.distributed:
+            # SET LOCAL (hnsw.iterative_scan, ef_search) must reach the workers
+            conn.execute("SET citus.propagate_set_commands = 'local'")
+            # a statement touching many shards (DDL, a reference table's cascade, an admin
+            # listing) uses one connection per node, so it may follow other statements
+            # of the same transaction (tenant queries route to one shard and are unaffected)
+            conn.execute("SET citus.multi_shard_modify_mode = 'sequential'")
         info = TypeInfo.fetch(conn, "vector")
         if info is None:  # pragma: no cover - migrations create it
             raise StoreError("the pgvector extension is not installed in this database")
@@ -87,8 +95,20 @@ class Database:
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """A pooled connection; the block is one transaction (commit on success)."""
-        with self.pool.connection() as conn:
-            yield conn
+        if not self.distributed:
+            with self.pool.connection() as conn:
+                yield conn
+            return
+        import psycopg
+
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            err = _node_error(exc)
+            if err is None:
+                raise
+            raise err from exc
 
     def close(self) -> None:
         self.pool.close()
@@ -166,6 +186,11 @@ class Database:
             from .bm25 import build_pending
 
             build_pending(conn)
+        from .distribution import citus_present, distribute
+
+        if citus_present(conn):
+            distribute(conn, self.schema)
+            self.distributed = True
 
     def schema_version(self) -> int:
         with self.connection() as conn:
@@ -179,6 +204,26 @@ class Database:
         """Remove every ragline table in this schema (tests, `ragline reset`)."""
         with self.connection() as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+
+_NODE_DOWN = re.compile(
+    r"connection to the remote node (\S+) failed|could not establish any connections to the node"
+    r"|connection not open|terminating connection due to administrator|server closed the connection"
+)
+
+
+def _node_error(exc: Exception) -> StoreError | None:
+    """A Citus worker that cannot be reached: a StoreError saying so (Citus fails the whole
+    statement, so no partial result was returned), or None for any other error."""
+    text = str(exc).strip()
+    m = _NODE_DOWN.search(text)
+    if m is None:
+        return None
+    return StoreError(
+        f"a Citus node is unreachable ({text.splitlines()[0]}): the query was not answered "
+        "(Citus never returns a partial result); start the worker again or check "
+        "citus_get_active_worker_nodes() on the coordinator"
+    )
 
 
 def _redact(url: str) -> str:

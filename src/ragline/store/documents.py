@@ -314,7 +314,8 @@ def purge_document(
         hashes = [
             r[0]
             for r in conn.execute(
-                "SELECT DISTINCT c.text_hash FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "SELECT DISTINCT c.text_hash FROM chunks c "
+                "JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id "
                 "WHERE d.collection_id = %s AND d.tenant = %s AND d.doc_key = %s",
                 (collection.id, tenant, doc_key),
             )

@@ -54,7 +54,8 @@ def acl_sql(
     if filters is not None:
         cond, fparams = filters.sql("fd")
         sql += (
-            f" AND EXISTS (SELECT 1 FROM documents fd WHERE fd.id = {alias}.document_id AND {cond})"
+            f" AND EXISTS (SELECT 1 FROM documents fd WHERE fd.tenant = {alias}.tenant "
+            f"AND fd.id = {alias}.document_id AND {cond})"
         )
         params.update(fparams)
     return sql, params

@@ -35,7 +35,7 @@ def record_outcome(
             conn.execute(
                 "INSERT INTO source_failures (collection_id, tenant, source, reason) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (collection_id, tenant, source) "
-                "DO UPDATE SET reason = EXCLUDED.reason, failed_at = now()",
+                "DO UPDATE SET reason = EXCLUDED.reason, failed_at = EXCLUDED.failed_at",
                 (collection.id, tenant, source, reason[:2000]),
             )
 

@@ -87,12 +87,15 @@ def queue_counts(db: Database) -> dict[str, int]:
 def abandon_unfinished(db: Database, before: Any = None) -> int:
     """Jobs left queued or running by a server that stopped (created ``before`` this
     server started, so a sibling worker's new jobs are left alone): marked failed."""
+    # no coalesce(%s, now()): Citus refuses non-immutable functions inside one
+    since = "now()" if before is None else "%s"
     with db.connection() as conn:
         return int(
             conn.execute(
                 "UPDATE ingest_jobs SET status = 'failed', finished_at = now(), "
                 'detail = detail || \'{"error": "the server stopped before the job finished; upload again"}\'::jsonb '
-                "WHERE status IN ('queued', 'running') AND created_at < coalesce(%s, now())",
-                (before,),
+                f"WHERE status IN ('queued', 'running') AND created_at < {since} "
+                "AND NOT detail ? 'queued_tasks'",  # queue jobs outlive a server
+                () if before is None else (before,),
             ).rowcount
         )

@@ -132,8 +132,9 @@ _HIT_SQL = """
 SELECT c.id, c.document_id, d.doc_key, d.title, d.source_uri, c.text, c.heading_path, c.page,
        c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type, d.is_current, d.modified_at, d.language,
        p.ordinal, p.text, p.heading_path, p.page
-FROM chunks c JOIN documents d ON d.id = c.document_id
-LEFT JOIN chunk_parents p ON p.document_id = c.document_id AND p.ordinal = c.parent_ordinal
+FROM chunks c JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id
+LEFT JOIN chunk_parents p
+  ON p.tenant = c.tenant AND p.document_id = c.document_id AND p.ordinal = c.parent_ordinal
 WHERE c.id = ANY(%(ids)s) AND {acl}
 """
 

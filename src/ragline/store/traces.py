@@ -52,7 +52,8 @@ def save_trace(
 
 
 _STILL_READABLE = (
-    "NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = ANY(traces.document_ids) "
+    "NOT EXISTS (SELECT 1 FROM documents d WHERE d.tenant = traces.tenant "
+    "AND d.id = ANY(traces.document_ids) "
     "AND d.groups <> '{}'::text[] AND NOT d.groups && %s::text[])"
 )
 

@@ -408,6 +408,7 @@ def _copy_chunks(
                 }
                 parents_rows.extend(
                     (
+                        tenant,
                         doc_id,
                         p.ordinal,
                         list(p.heading_path),
@@ -422,7 +423,7 @@ def _copy_chunks(
                 )
         if parents_rows:
             with cur.copy(
-                "COPY chunk_parents (document_id, ordinal, heading_path, page, char_start, "
+                "COPY chunk_parents (tenant, document_id, ordinal, heading_path, page, char_start, "
                 "char_end, header, text, token_count) FROM STDIN"
             ) as cp:
                 for row in parents_rows:
@@ -436,4 +437,13 @@ def delete_versions(conn: Any, doc_ids: Sequence[int], changes: Any) -> int:
     if not doc_ids:
         return 0
     changes.remove_documents(conn, doc_ids)
-    return conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(doc_ids),)).rowcount
+    ids = list(doc_ids)
+    # the traces citing them go too (the trigger of migration 0021 does it on one server;
+    # on Citus it cannot run on shards, see store/distribution.py)
+    conn.execute(
+        "DELETE FROM traces WHERE tenant = %s AND document_ids && %s::bigint[]",
+        (changes.tenant, ids),
+    )
+    return conn.execute(
+        "DELETE FROM documents WHERE tenant = %s AND id = ANY(%s)", (changes.tenant, ids)
+    ).rowcount
