@@ -282,6 +282,19 @@ def test_chat_completions_take_content_parts(client, served):
     assert t.json()["question"] == BATTERY
 
 
+def test_chat_text_part_that_is_not_a_string_is_a_422(client, served):
+    # {"a": 1} must not become the question "{'a': 1}"
+    parts = [{"type": "text", "text": {"a": 1}}]
+    r = client.post(
+        "/v1/chat/completions",
+        json={"model": "ragline", "messages": [{"role": "user", "content": parts}]},
+        headers=served.headers("reader"),
+    )
+    assert r.status_code == 422, r.text
+    message = r.json()["error"]["message"]
+    assert "content part 0" in message and "not a string" in message
+
+
 # -- traces --------------------------------------------------------------------------------
 
 

@@ -97,7 +97,13 @@ from .cues import (
 )
 from .units import TextUnit, heading_key, parse_units, render_unit, split_units
 
-__all__ = ["DEFAULT_MIN_EVIDENCE", "ExtractiveAnswerer", "question_codes", "split_units"]
+__all__ = [
+    "DEFAULT_MIN_EVIDENCE",
+    "ExtractiveAnswerer",
+    "below",
+    "question_codes",
+    "split_units",
+]
 
 DEFAULT_MIN_EVIDENCE = 0.55
 """Calibrated on SQuAD 2.0 (see the module docstring)."""
@@ -176,6 +182,24 @@ class _Unit:
     factor: float  # score factor of its kind; 0 when it cannot answer on its own
 
 
+def below(evidence: float, threshold: float) -> str:
+    """ "0.549 is below the abstention threshold 0.55": as many decimals as it takes for
+    the two to differ when printed (two at least), so the note never says "0.55 is
+    below 0.55"."""
+    digits = 2
+    while digits < 6 and f"{evidence:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    shown = f"{evidence:.{digits}f}"
+    if float(shown) >= threshold:  # rounded up to or past the threshold: cut instead
+        shown = f"{math.floor(evidence * 10**digits) / 10**digits:.{digits}f}"
+    return f"{shown} is below the abstention threshold {threshold:.{max(2, _decimals(threshold))}f}"
+
+
+def _decimals(x: float) -> int:
+    text = f"{x:.6f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
 class ExtractiveAnswerer:
     """Answers with the retrieved sentences that best cover the question, or abstains.
 
@@ -219,7 +243,7 @@ class ExtractiveAnswerer:
             why = (
                 "no retrieved passage holds the question's key terms"
                 if not picked
-                else f"evidence {evidence:.2f} is below the abstention threshold {self.min_evidence:.2f}"
+                else f"evidence {below(evidence, self.min_evidence)}"
             )
             return Answer.abstention(
                 question, considered, generator=self.name, evidence=evidence, notes=(why,)

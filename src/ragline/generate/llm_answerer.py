@@ -25,7 +25,7 @@ from ..analysis.analyzer import get_analyzer
 from ..core.errors import ConfigError
 from ..core.types import ABSTAIN_SENTENCE, Answer, Hit
 from .citations import renumber_markers
-from .extractive import ExtractiveAnswerer, _distinct
+from .extractive import ExtractiveAnswerer, _distinct, below
 from .llm import AnthropicChat, ChatModel, Document
 from .prompt import SYSTEM_PROMPT, StreamSanitizer, build_prompt, neutralize, sanitize_output
 from .verify import DEFAULT_SUPPORT_THRESHOLD, ClaimCheck, check_claims, grounded_ratio
@@ -88,7 +88,7 @@ class LLMAnswerer:
         evidence = self._gate.evidence(question, sources)
         if not sources or evidence < self.min_evidence:
             note = (
-                f"abstained before generation: evidence {evidence:.2f} < {self.min_evidence:.2f}"
+                f"abstained before generation: evidence {below(evidence, self.min_evidence)}"
                 if sources
                 else "abstained before generation: no permitted passage was retrieved"
             )
