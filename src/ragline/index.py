@@ -425,6 +425,8 @@ class Index(BindingMixin, TracingMixin):
             for i, q in enumerate(plan.queries)
         ]
         res = replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
+        if params.filters is not None and not res.hits:
+            self.check_filters(params.filters, principal)
         if self._tracing(trace):
             from .core.trace import search_trace
 
@@ -437,6 +439,20 @@ class Index(BindingMixin, TracingMixin):
             )
             res = replace(res, trace_id=self._save_trace(principal, record, trace_key))
         return res
+
+    def check_filters(self, filters: Filters, principal: Any) -> None:
+        """Raise a FilterError when ``filters`` name a key or value that no document the
+        caller may read has (listing the known ones): a typo (``langauge=hu``) must not
+        look like "nothing found". Searches call it when a filtered search found nothing."""
+        from .core.errors import FilterError
+        from .store.filters import unmatched_filters
+
+        if self.collection is None:
+            return
+        with self.db.connection() as conn:
+            problems = unmatched_filters(conn, self.collection.id, principal, filters)
+        if problems:
+            raise FilterError("the filter cannot match: " + "; ".join(problems))
 
     def check_size(self, query: str, filters: Mapping[str, Any] | Filters | None) -> None:
         """Refuse a query or filters over the size limits (settings ``max_query_chars``,

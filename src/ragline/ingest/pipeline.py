@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.errors import EmptyDocumentError, ParseError, RaglineError
 from ..core.types import Chunk, ParsedDocument, Principal
+from ..parse.dates import document_date
 from ..store.collections import Collection
 from ..store.db import Database
 from ..store.documents import (
@@ -342,7 +343,8 @@ class Ingestor:
                     groups=groups,
                     metadata=meta,
                     chunks=prepared,
-                    modified_at=p.source.modified_at,
+                    modified_at=document_date(p.parsed.metadata) or p.source.modified_at,
+                    source_mtime=p.source.modified_at,
                     language=language,
                     content=parsed_to_json(p.parsed),
                 )
