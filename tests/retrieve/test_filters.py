@@ -82,7 +82,9 @@ def test_filters_that_cannot_match_say_so(fake_index, tmp_path):
         fake_index.search(q, filters={"type": "docs"})
     with pytest.raises(FilterError, match="values of 'product': X-570"):
         fake_index.ask(q, filters={"product": "X-999"})
-    with pytest.raises(FilterError, match="no document's source starts with the source filter's prefix"):
+    with pytest.raises(
+        FilterError, match="no document's source starts with the source filter's prefix"
+    ):
         fake_index.search(q, filters={"source": "/nowhere/"})
     # one valid value among several is enough; known keys and values that merely do not
     # meet (English documents of hu's type) return nothing, without an error
