@@ -70,11 +70,14 @@ class Index(BindingMixin, TracingMixin):
         groups: Iterable[str] | str | None = None,
         on_progress: Callable[[str, int], None] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
 
         ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
-        used in search filters."""
+        used in search filters. ``on_progress(name, chunks, pages)`` is called as each
+        document is written (or skipped), ``on_stage(stage, n)`` as documents are parsed
+        (``"parsed"``, ``"chunks"``) and chunks embedded (``"embedded"``)."""
         from .core.errors import ParseError
         from .ingest.sources import Skipped, file_source, iter_files
 
@@ -95,7 +98,12 @@ class Index(BindingMixin, TracingMixin):
                     yield (str(path), exc)
 
         return self.ingest_sources(
-            sources(), tenant=tenant, groups=groups, on_progress=on_progress, metadata=metadata
+            sources(),
+            tenant=tenant,
+            groups=groups,
+            on_progress=on_progress,
+            metadata=metadata,
+            on_stage=on_stage,
         )
 
     def sync(
@@ -108,6 +116,7 @@ class Index(BindingMixin, TracingMixin):
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
         max_files: int | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         """Make the index equal ``folder`` (add, re-index changed, delete removed, move
         renamed). Only regular files inside the folder are read, never through a link;
@@ -131,7 +140,7 @@ class Index(BindingMixin, TracingMixin):
                 if err is None
             )
         report = sync_folder(
-            self._ingestor(on_progress, metadata=metadata, boundary=boundary),
+            self._ingestor(on_progress, metadata=metadata, boundary=boundary, on_stage=on_stage),
             root,
             owner=owner,
             on_progress=on_progress,
@@ -150,6 +159,7 @@ class Index(BindingMixin, TracingMixin):
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         from .store.filters import validate_principal
 
@@ -157,9 +167,9 @@ class Index(BindingMixin, TracingMixin):
         self._refresh()
         if self.collection is None:
             sources = self._choose_embedder(sources)
-        report = self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
-            sources, owner=owner
-        )
+        report = self._ingestor(
+            on_progress, embed=embed, metadata=metadata, on_stage=on_stage
+        ).ingest(sources, owner=owner)
         self._record_outcome(owner.tenant, report)
         return report
 
@@ -239,6 +249,7 @@ class Index(BindingMixin, TracingMixin):
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
         boundary: Any = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         from .ingest.pipeline import Ingestor
 
@@ -252,6 +263,7 @@ class Index(BindingMixin, TracingMixin):
             chunker=self.chunker,
             analyzer=self.analyzer,
             on_progress=on_progress,
+            on_stage=on_stage,
             embed=embed,
             metadata=metadata,
             parse_options=parse_options,
