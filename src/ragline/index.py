@@ -510,7 +510,7 @@ class Index(BindingMixin, TracingMixin):
         s = self.settings
         gate = {} if s.min_evidence is None else {"min_evidence": s.min_evidence}
         if self.chat is None:
-            return ExtractiveAnswerer(language=s.language, **gate)
+            return ExtractiveAnswerer(language=s.language, analyzer=self.analyzer, **gate)
         from .generate.llm_answerer import LLMAnswerer
 
         return LLMAnswerer(
@@ -520,6 +520,7 @@ class Index(BindingMixin, TracingMixin):
             unsupported=s.unsupported_claims,
             max_tokens=s.generator_max_tokens,
             native_citations=s.native_citations,
+            analyzer=self.analyzer,
             **gate,
         )
 

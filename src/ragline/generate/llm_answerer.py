@@ -59,6 +59,7 @@ class LLMAnswerer:
         max_passages: int = 5,
         max_tokens: int = 512,
         native_citations: bool = False,
+        analyzer: Any = None,
     ) -> None:
         if unsupported not in UNSUPPORTED_MODES:
             raise ConfigError(
@@ -73,7 +74,10 @@ class LLMAnswerer:
         self.max_tokens = max_tokens
         self.native_citations = native_citations and isinstance(chat, AnthropicChat)
         self._gate = ExtractiveAnswerer(
-            max_passages=max_passages, min_evidence=min_evidence, language=language
+            max_passages=max_passages,
+            min_evidence=min_evidence,
+            language=language,
+            analyzer=analyzer,
         )
         self._analyzer = get_analyzer(language)
 
