@@ -108,12 +108,15 @@ class Index:
         on_progress: Callable[..., None] | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_total: Callable[[int], None] | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
 
         ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
         used in search filters. ``on_total`` gets the number of files found (the folders are
-        walked once, before the first file is read)."""
+        walked once, before the first file is read). ``on_progress(name, chunks, pages)`` is called
+        as each document is written (or skipped), ``on_stage(stage, n)`` as documents are
+        parsed (``"parsed"``, ``"chunks"``) and chunks embedded (``"embedded"``)."""
         from .core.errors import ParseError
         from .ingest.sources import Skipped, file_source, iter_files
 
@@ -137,7 +140,12 @@ class Index:
                     yield (str(path), exc)
 
         return self.ingest_sources(
-            sources(), tenant=tenant, groups=groups, on_progress=on_progress, metadata=metadata
+            sources(),
+            tenant=tenant,
+            groups=groups,
+            on_progress=on_progress,
+            metadata=metadata,
+            on_stage=on_stage,
         )
 
     def sync(
@@ -150,6 +158,7 @@ class Index:
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
         max_files: int | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         """Make the index equal ``folder`` (add, re-index changed, delete removed, move
         renamed). Only regular files inside the folder are read, never through a link;
@@ -173,7 +182,7 @@ class Index:
                 if err is None
             )
         report = sync_folder(
-            self._ingestor(on_progress, metadata=metadata, boundary=boundary),
+            self._ingestor(on_progress, metadata=metadata, boundary=boundary, on_stage=on_stage),
             root,
             owner=owner,
             on_progress=on_progress,
@@ -192,6 +201,7 @@ class Index:
         on_progress: Callable[[str, int], None] | None = None,
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         from .store.filters import validate_principal
 
@@ -199,9 +209,9 @@ class Index:
         self._refresh()
         if self.collection is None:
             sources = self.binding.choose_embedder(sources)
-        report = self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
-            sources, owner=owner
-        )
+        report = self._ingestor(
+            on_progress, embed=embed, metadata=metadata, on_stage=on_stage
+        ).ingest(sources, owner=owner)
         self._record_outcome(owner.tenant, report)
         return report
 
@@ -281,6 +291,7 @@ class Index:
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
         boundary: Any = None,
+        on_stage: Callable[[str, int], None] | None = None,
     ) -> Any:
         from .ingest.pipeline import Ingestor
 
@@ -294,6 +305,7 @@ class Index:
             chunker=self.chunker,
             analyzer=self.analyzer,
             on_progress=on_progress,
+            on_stage=on_stage,
             embed=embed,
             metadata=metadata,
             parse_options=parse_options,
@@ -471,6 +483,8 @@ class Index:
             for i, q in enumerate(plan.queries)
         ]
         res = replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
+        if params.filters is not None and not res.hits:
+            self.check_filters(params.filters, principal)
         if self.recorder.enabled(trace):
             from .core.trace import search_trace
 
@@ -483,6 +497,20 @@ class Index:
             )
             res = replace(res, trace_id=self.recorder.save(principal, record, trace_key))
         return res
+
+    def check_filters(self, filters: Filters, principal: Any) -> None:
+        """Raise a FilterError when ``filters`` name a key or value that no document the
+        caller may read has (listing the known ones): a typo (``langauge=hu``) must not
+        look like "nothing found". Searches call it when a filtered search found nothing."""
+        from .core.errors import FilterError
+        from .store.filters import unmatched_filters
+
+        if self.collection is None:
+            return
+        with self.db.connection() as conn:
+            problems = unmatched_filters(conn, self.collection.id, principal, filters)
+        if problems:
+            raise FilterError("the filter cannot match: " + "; ".join(problems))
 
     def check_size(self, query: str, filters: Mapping[str, Any] | Filters | None) -> None:
         """Refuse a query or filters over the size limits (settings ``max_query_chars``,
@@ -532,7 +560,7 @@ class Index:
         if s.min_evidence is not None:
             gate["min_evidence"] = s.min_evidence
         if self.chat is None:
-            return ExtractiveAnswerer(language=s.language, **gate)
+            return ExtractiveAnswerer(language=s.language, analyzer=self.analyzer, **gate)
         from .generate.llm_answerer import LLMAnswerer
 
         return LLMAnswerer(
@@ -542,6 +570,7 @@ class Index:
             unsupported=s.unsupported_claims,
             max_tokens=s.generator_max_tokens,
             native_citations=s.native_citations,
+            analyzer=self.analyzer,
             **gate,
         )
 

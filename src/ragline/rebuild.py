@@ -39,7 +39,8 @@ def _spec(
 def _live_documents(index: Any) -> list[tuple[Any, ...]]:
     with index.db.connection() as conn:
         return conn.execute(
-            "SELECT tenant, groups, doc_key, source_uri, content_hash, modified_at, metadata, "
+            "SELECT tenant, groups, doc_key, source_uri, content_hash, "
+            "coalesce(source_mtime, modified_at), metadata, "
             "content FROM documents WHERE collection_id = %s AND is_current "
             "ORDER BY tenant, groups, doc_key",
             (index.collection.id,),

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragline.cli.main import cli
-from ragline.core.errors import ConfigError
+from ragline.core.errors import ConfigError, FilterError
 from ragline.core.filters import Filters
 
 
@@ -55,11 +55,41 @@ def test_filters_in_each_leg(fake_index, tmp_path, mode):
     ) == ["en.md", "hu.txt"]
     assert names(filters={"source": str(tmp_path / "en")}) == ["en.md"]
     # filters never widen permissions: hr.md needs the hr group even when the filter names it
-    assert names(filters={"department": "hr"}) == []
+    # (to a caller outside hr the value does not exist: the error lists only what it can read)
+    with pytest.raises(FilterError, match="values of 'department': ops$"):
+        names(filters={"department": "hr"})
     hr = fake_index.search(
         "robot battery", k=20, mode=mode, groups=["hr"], filters={"department": "hr"}
     )
     assert [h.source.rsplit("/", 1)[-1] for h in hr] == ["hr.md"]
+
+
+def test_filters_that_cannot_match_say_so(fake_index, tmp_path):
+    _setup(fake_index, tmp_path)
+    q = "robot battery"
+    with pytest.raises(
+        FilterError, match=r"unknown filter key 'langauge'; known keys: language, .*department"
+    ):
+        fake_index.search(q, filters={"langauge": "hu"})
+    with pytest.raises(
+        FilterError, match=r"language=de matches no document; languages present: en, hu"
+    ):
+        fake_index.search(q, filters={"language": "de"})
+    with pytest.raises(
+        FilterError,
+        match=r"type=docs matches no document; types present: text/html, text/markdown, text/plain",
+    ):
+        fake_index.search(q, filters={"type": "docs"})
+    with pytest.raises(FilterError, match="values of 'product': X-570"):
+        fake_index.ask(q, filters={"product": "X-999"})
+    with pytest.raises(
+        FilterError, match="no document's source starts with the source filter's prefix"
+    ):
+        fake_index.search(q, filters={"source": "/nowhere/"})
+    # one valid value among several is enough; known keys and values that merely do not
+    # meet (English documents of hu's type) return nothing, without an error
+    assert fake_index.search(q, filters={"language": "hu|de"})
+    assert fake_index.search(q, filters={"language": "hu", "type": "md"}) == []
 
 
 def test_bad_filters_are_explained():

@@ -135,6 +135,21 @@ def _probe_key(c: httpx.Client, w: World, k: Key, docs: list[Doc], rng: random.R
                 body["filters"] = {"dept": rng.choice(DEPTS)}
             r = post(c, "/v1/search", body, k)
             w.counters.query(f"search:{mode}")
+            if r.status_code == 400 and "filters" in body:
+                # a value no document the key may search has: said, naming only the
+                # values of documents it may search
+                dept = body["filters"]["dept"]
+                seen = {x.dept for x in w.docs if k.may_search(x)}
+                message = r.json()["error"]["message"]
+                assert dept not in seen, message
+                if not seen:
+                    assert "unknown filter key 'dept'" in message, message
+                    assert message.endswith("metadata keys: none"), message
+                    continue
+                assert f"dept={dept} matches no document" in message, message
+                listed = message.rsplit("values of 'dept': ", 1)[1].split(", ")
+                assert set(listed) <= seen, (listed, seen)
+                continue
             assert r.status_code == 200, r.text
             res = r.json()
             w.check(f"search {mode}", res, k)

@@ -144,8 +144,8 @@ def test_search_filters_language_type_and_metadata(client, served):
     assert only_html and {x["source"].rsplit(".", 1)[-1] for x in only_html} == {"html"}
     no_hu = client.post(
         "/v1/search", json={"query": "retention", "filters": {"language": "hu"}}, headers=h
-    ).json()["hits"]
-    assert no_hu == []
+    )  # no Hungarian document: said, not an empty list
+    assert no_hu.status_code == 400 and "languages present: en" in no_hu.json()["error"]["message"]
     en = client.post(
         "/v1/search", json={"query": "battery", "filters": {"language": ["en", "de"]}}, headers=h
     ).json()["hits"]
@@ -280,6 +280,28 @@ def test_chat_completions_take_content_parts(client, served):
     assert "10 hours" in body["choices"][0]["message"]["content"]
     t = client.get(f"/v1/traces/{body['ragline']['trace_id']}", headers=served.headers("reader"))
     assert t.json()["question"] == BATTERY
+
+
+def test_chat_text_part_that_is_not_a_string_is_a_422(client, served):
+    # {"a": 1} must not become the question "{'a': 1}"
+    parts = [{"type": "text", "text": {"a": 1}}]
+    r = client.post(
+        "/v1/chat/completions",
+        json={"model": "ragline", "messages": [{"role": "user", "content": parts}]},
+        headers=served.headers("reader"),
+    )
+    assert r.status_code == 422, r.text
+    message = r.json()["error"]["message"]
+    assert "content part 0" in message and "not a string" in message
+
+
+def test_filters_that_cannot_match_are_a_400(client, served):
+    h = served.headers("reader")
+    r = client.post("/v1/search", json={"query": "battery", "filters": {"type": "docs"}}, headers=h)
+    assert r.status_code == 400, r.text
+    assert "type=docs matches no document; types present:" in r.json()["error"]["message"]
+    r = client.post("/v1/ask", json={"question": BATTERY, "filters": {"langauge": "en"}}, headers=h)
+    assert r.status_code == 400 and "unknown filter key 'langauge'" in r.json()["error"]["message"]
 
 
 # -- traces --------------------------------------------------------------------------------

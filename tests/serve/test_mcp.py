@@ -126,6 +126,9 @@ def test_reader_key_tools(corpus, tmp_path):
         out["filtered"] = await session.call_tool(
             "search", {"query": "battery", "filters": {"type": "txt"}}
         )
+        out["typo"] = await session.call_tool(
+            "ask", {"question": X570_QUESTION, "filters": {"langauge": "en"}}
+        )
         return out
 
     out = _session(env, body, tmp_path / "stderr.log")
@@ -174,6 +177,8 @@ def test_reader_key_tools(corpus, tmp_path):
     assert not filtered.is_error and filtered.structured_content["hits"]
     assert all(h["source"].endswith(".txt") for h in filtered.structured_content["hits"])
     assert "tenant acme" in (tmp_path / "stderr.log").read_text()
+    typo = out["typo"]
+    assert typo.is_error and "unknown filter key 'langauge'; known keys: language" in _text(typo)
 
 
 def test_group_and_tenant_boundaries(corpus, tmp_path):

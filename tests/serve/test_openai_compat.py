@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from ragline.core.types import Answer, Hit
-from ragline.serve.openai_compat import sources_for, with_footer
+from ragline.serve.openai_compat import ChatMessage, sources_for, split_messages, with_footer
 
 
 def _hit(i: int) -> Hit:
@@ -31,3 +34,21 @@ def test_streamed_markers_map_to_the_passages_read():
     footer = with_footer("First [3].", got)
     assert footer.endswith("[3] Title 3 › H (/docs/d3.md)")
     assert sources_for("no markers at all", answer) == []
+
+
+@pytest.mark.parametrize("bad", [{"a": 1}, ["x"], 3, True])
+def test_text_parts_must_hold_strings(bad):
+    with pytest.raises(ValidationError, match="content part 1 .* not a string"):
+        ChatMessage(
+            role="user", content=[{"type": "text", "text": "ok"}, {"type": "text", "text": bad}]
+        )
+    # other part types may carry anything; a null text is no text
+    m = ChatMessage(
+        role="user",
+        content=[
+            {"type": "text", "text": "Why?"},
+            {"type": "text", "text": None},
+            {"type": "image_url", "image_url": {"url": "x"}},
+        ],
+    )
+    assert split_messages([m])[0] == "Why?"

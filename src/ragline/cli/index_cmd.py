@@ -90,7 +90,7 @@ def index_build(
 
     index = obj.index()
     total = _counts(index.db, index.collection.id)[0] if index.collection else 0
-    bar, on_progress = _progress_bar(total, progress)
+    bar, on_progress, _on_stage = _progress_bar(total, progress)
     try:
         result = build_version(
             index, embedder=embedder, chunking=chunking, language=language, on_progress=on_progress

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -115,27 +116,41 @@ _filter = click.option(
 )
 
 
-def _progress_bar(total: int | None, show: bool | None) -> tuple[Any, Callable[[str, int], None]]:
-    """A tqdm bar on stderr (files, chunks, chunks/s) and the callback that advances it."""
+def _progress_bar(
+    total: int | None, show: bool | None
+) -> tuple[Any, Callable[[str, int], None], Callable[[str, int], None]]:
+    """A tqdm bar on stderr (files written; parsed, embedded/chunks found, chunks/s) and
+    the two callbacks that move it: one per document written, one per stage count."""
     if not (show if show is not None else sys.stderr.isatty()):
-        return None, lambda _n, _c, _p=0: None
+        return None, lambda _n, _c, _p=0: None, lambda _s, _n: None
     from tqdm import tqdm
 
     bar = tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
-    chunks = pages = 0
+    counts = {"parsed": 0, "chunks": 0, "embedded": 0, "written_chunks": 0, "pages": 0}
+    lock = threading.Lock()  # the writer thread reports writes, the ingest thread the rest
 
-    def on_progress(_name: str, n: int, p: int = 0) -> None:
-        nonlocal chunks, pages
-        chunks += n
-        pages += p
+    def show_counts() -> None:
         dt = max(time.perf_counter() - t0, 1e-9)
         bar.set_postfix_str(
-            f"{pages} pages ({pages / dt:.1f}/s), {chunks} chunks ({chunks / dt:.1f}/s)"
+            f"parsed {counts['parsed']}, embedded {counts['embedded']}/{counts['chunks']} "
+            f"chunks ({counts['embedded'] / dt:.1f}/s), {counts['pages']} pages",
+            refresh=True,
         )
-        bar.update(1)
 
-    return bar, on_progress
+    def on_stage(stage: str, n: int) -> None:
+        with lock:
+            counts[stage] = counts.get(stage, 0) + n
+            show_counts()
+
+    def on_progress(_name: str, n: int, p: int = 0) -> None:
+        with lock:
+            counts["written_chunks"] += n
+            counts["pages"] += p
+            show_counts()
+            bar.update(1)
+
+    return bar, on_progress, on_stage
 
 
 def _print_report(report: Any, as_json: bool) -> None:
@@ -276,13 +291,14 @@ def ingest(
 
         _print_job(enqueue_paths(index, paths, tenant=tenant, groups=_group_list(groups)), as_json)
         return
-    bar, on_progress = _progress_bar(None, progress)
+    bar, on_progress, on_stage = _progress_bar(None, progress)
     report = index.ingest(
         paths,
         on_total=(lambda n: bar.reset(total=n)) if bar is not None else None,
         tenant=tenant,
         groups=groups,
         on_progress=on_progress,
+        on_stage=on_stage,
         metadata=_meta_dict(meta),
     )
     if bar is not None:
@@ -319,9 +335,14 @@ def sync(
         job = enqueue_sync(index, tenant, _group_list(groups), folder.expanduser().resolve())
         _print_job(job, as_json)
         return
-    bar, on_progress = _progress_bar(None, progress)
+    bar, on_progress, on_stage = _progress_bar(None, progress)
     report = index.sync(
-        folder, tenant=tenant, groups=groups, on_progress=on_progress, metadata=_meta_dict(meta)
+        folder,
+        tenant=tenant,
+        groups=groups,
+        on_progress=on_progress,
+        on_stage=on_stage,
+        metadata=_meta_dict(meta),
     )
     if bar is not None:
         bar.close()

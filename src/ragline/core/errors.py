@@ -62,3 +62,8 @@ class ParseTimeoutError(ParseError):
 
 class ParseResourceError(ParseError):
     """Parsing one file needed more memory than the per-file limit, or crashed its worker."""
+
+
+class FilterError(ConfigError):
+    """A search filter that no document the caller may read can match (an unknown key,
+    a value never seen for its key); the message lists the known keys or values."""

@@ -160,19 +160,57 @@ def is_variant(a: str, b: str) -> bool:
     return extra <= 1 or (n >= 5 and extra <= 2)
 
 
-def variant_finder(terms: Collection[str]) -> Callable[[str], list[str]]:
-    """A function giving, for an analyzer term, the ``terms`` it is a variant of."""
+VERB_PREFIXES = {
+    "hungarian": ("meg", "el", "ki", "be", "fel", "le", "at", "vissza", "ossze", "ra", "szet"),
+    "dutch": ("ge", "be", "ver", "ont", "her", "schoon", "op", "af", "uit", "in"),
+    "czech": ("vy", "na", "po", "za", "pro", "pre", "od", "do", "roz", "pri", "vz"),
+}
+"""Verbal prefixes per analyzer language (accents folded as the analyzer folds them): a
+stem with one of them is a form of the stem without it ("megtisztít", "tisztít"), which
+Snowball, stemming only the end of a word, leaves apart."""
+PREFIX_MIN_REST = 4
+"""What is left after a prefix must have at least this many letters."""
+
+
+def variant_finder(
+    terms: Collection[str], prefixes: Collection[str] = ()
+) -> Callable[[str], list[str]]:
+    """A function giving, for an analyzer term, the ``terms`` it is a variant of
+    (``prefixes``: verbal prefixes that may come and go, see :data:`VERB_PREFIXES`)."""
     by_prefix: dict[str, list[str]] = {}
+    stripped: dict[str, list[str]] = {}  # a question term without its verbal prefix
+
+    def key_of(t: str) -> str:
+        return NUMBER_WORDS.get(t, t if t.isdigit() else t[:VARIANT_MIN_PREFIX])
+
+    def bare(t: str) -> list[str]:
+        return [
+            t[len(p) :]
+            for p in prefixes
+            if t.startswith(p) and len(t) - len(p) >= PREFIX_MIN_REST and t[len(p) :].isalpha()
+        ]
+
     for t in terms:
-        key = NUMBER_WORDS.get(t, t if t.isdigit() else t[:VARIANT_MIN_PREFIX])
-        by_prefix.setdefault(key, []).append(t)
+        by_prefix.setdefault(key_of(t), []).append(t)
+        for b in bare(t):
+            stripped.setdefault(b, []).append(t)
     cache: dict[str, list[str]] = {}
+
+    def close(term: str) -> list[str]:
+        return [t for t in by_prefix.get(key_of(term), ()) if is_variant(t, term)]
 
     def find(term: str) -> list[str]:
         found = cache.get(term)
         if found is None:
-            key = NUMBER_WORDS.get(term, term if term.isdigit() else term[:VARIANT_MIN_PREFIX])
-            found = cache[term] = [t for t in by_prefix.get(key, ()) if is_variant(t, term)]
+            out = dict.fromkeys(close(term))
+            if prefixes:
+                for b in bare(term):  # "megtisztit" of the passage, "tisztit" asked
+                    out.update(dict.fromkeys(t for t in terms if t == b))
+                    out.update(dict.fromkeys(close(b)))
+                for t in stripped.get(term, ()):  # the other way round
+                    out[t] = None
+            out.pop(term, None)
+            found = cache[term] = list(out)
         return found
 
     return find

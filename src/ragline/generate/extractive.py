@@ -79,13 +79,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..analysis.analyzer import Analyzer, get_analyzer
+from ..analysis.analyzer import FOLDED_SUFFIX, Analyzer, MultiAnalyzer, get_analyzer
+from ..analysis.czech import fold_diacritics
 from ..core.errors import ConfigError
 from ..core.types import Answer, Hit
 from .citations import render_cited
 from .cues import (
+    VERB_PREFIXES,
     answer_type,
     code_pattern,
     has_answer_type,
@@ -97,7 +99,13 @@ from .cues import (
 )
 from .units import TextUnit, heading_key, parse_units, render_unit, split_units
 
-__all__ = ["DEFAULT_MIN_EVIDENCE", "ExtractiveAnswerer", "question_codes", "split_units"]
+__all__ = [
+    "DEFAULT_MIN_EVIDENCE",
+    "ExtractiveAnswerer",
+    "below",
+    "question_codes",
+    "split_units",
+]
 
 DEFAULT_MIN_EVIDENCE = 0.55
 """Calibrated on SQuAD 2.0 (see the module docstring)."""
@@ -176,6 +184,24 @@ class _Unit:
     factor: float  # score factor of its kind; 0 when it cannot answer on its own
 
 
+def below(evidence: float, threshold: float) -> str:
+    """ "0.549 is below the abstention threshold 0.55": as many decimals as it takes for
+    the two to differ when printed (two at least), so the note never says "0.55 is
+    below 0.55"."""
+    digits = 2
+    while digits < 6 and f"{evidence:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    shown = f"{evidence:.{digits}f}"
+    if float(shown) >= threshold:  # rounded up to or past the threshold: cut instead
+        shown = f"{math.floor(evidence * 10**digits) / 10**digits:.{digits}f}"
+    return f"{shown} is below the abstention threshold {threshold:.{max(2, _decimals(threshold))}f}"
+
+
+def _decimals(x: float) -> int:
+    text = f"{x:.6f}".rstrip("0")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
 class ExtractiveAnswerer:
     """Answers with the retrieved sentences that best cover the question, or abstains.
 
@@ -193,6 +219,7 @@ class ExtractiveAnswerer:
         max_passages: int = 5,
         min_evidence: float = DEFAULT_MIN_EVIDENCE,
         language: str = "english",
+        analyzer: MultiAnalyzer | None = None,
     ) -> None:
         if max_sentences < 1:
             raise ConfigError(f"max_sentences must be at least 1, got {max_sentences}")
@@ -205,21 +232,22 @@ class ExtractiveAnswerer:
         self.min_evidence = min_evidence
         self.language = language
         self._analyzer: Analyzer = get_analyzer(language)
+        self._multi = analyzer
 
     def evidence(self, question: str, hits: Sequence[Hit]) -> float:
         """How well the best hits cover the question, in [0, 1]: the score this answerer
         abstains on, and the gate LLM generators use before spending a model call."""
-        return self._select(question, _distinct(hits)[: self.max_passages])[1]
+        return self._best(question, _distinct(hits)[: self.max_passages])[1]
 
     def answer(self, question: str, hits: Sequence[Hit]) -> Answer:
         """Cited sentences from ``hits`` (best first) answering ``question``, or abstention."""
         considered = _distinct(hits)[: self.max_passages]
-        picked, evidence = self._select(question, considered)
+        picked, evidence = self._best(question, considered)
         if not picked or evidence < self.min_evidence:
             why = (
                 "no retrieved passage holds the question's key terms"
                 if not picked
-                else f"evidence {evidence:.2f} is below the abstention threshold {self.min_evidence:.2f}"
+                else f"evidence {below(evidence, self.min_evidence)}"
             )
             return Answer.abstention(
                 question, considered, generator=self.name, evidence=evidence, notes=(why,)
@@ -237,11 +265,36 @@ class ExtractiveAnswerer:
 
     # -- scoring -------------------------------------------------------------------
 
-    def _question_keys(self, question: str) -> tuple[list[str], list[str]]:
+    def _best(self, question: str, hits: Sequence[Hit]) -> tuple[list[_Unit], float]:
+        """The sentences to answer with and the evidence, each passage read in its own
+        document's language as the BM25 leg read it (stems, accents folded): with a
+        collection analyzer, the hits are grouped by language, the question analyzed in
+        each group's language, and the group with the best evidence answers."""
+        if self._multi is None or not hits:
+            return self._select(question, hits, self._analyzer, self.language, range(len(hits)))
+        groups: dict[str, tuple[Analyzer, list[int]]] = {}
+        for i, h in enumerate(hits):
+            a = self._multi.for_language(h.metadata.get("language"))
+            groups.setdefault(a.language, (a, []))[1].append(i)
+        best: tuple[list[_Unit], float] = ([], 0.0)
+        for name, (a, positions) in groups.items():
+            lang = name.removesuffix(FOLDED_SUFFIX)
+            picked, evidence = self._select(
+                question, [hits[i] for i in positions], a, lang, positions
+            )
+            if picked and (evidence > best[1] or not best[0]):
+                best = ([replace(u, passage=positions[u.passage]) for u in picked], evidence)
+            elif not best[0] and evidence > best[1]:
+                best = ([], evidence)
+        return best
+
+    def _question_keys(
+        self, question: str, analyzer: Analyzer, language: str
+    ) -> tuple[list[str], list[str]]:
         """The question's content terms and its codes."""
-        terms_of = self._analyzer.terms
+        terms_of = analyzer.terms
         codes = question_codes(question)
-        type_words = _ANSWER_TYPE_WORDS.get(self.language)
+        type_words = _ANSWER_TYPE_WORDS.get(language)
         text = type_words.sub(r"\1", question) if type_words else question
         # Words that make up a code are matched through the code, not as terms.
         code_words = {w for c in codes for w in terms_of(c)}
@@ -249,24 +302,39 @@ class ExtractiveAnswerer:
         return terms, codes
 
     def _units(
-        self, question: str, hits: Sequence[Hit]
+        self, question: str, hits: Sequence[Hit], analyzer: Analyzer, language: str
     ) -> tuple[list[list[_Unit]], dict[str, float], list[str], bool]:
         """Every passage's units with their keys; the weight of each question key; the
         question's terms; whether a code of the question is missing from every passage."""
-        terms_of = self._analyzer.terms
-        q_terms, codes = self._question_keys(question)
+        terms_of = analyzer.terms
+        q_terms, codes = self._question_keys(question, analyzer, language)
         code_keys = [f"\0{j}" for j in range(len(codes))]
         code_res = [code_pattern(c) for c in codes]
         code_values = [number_value(c) for c in codes]
-        kind = answer_type(question, self.language)
+        kind = answer_type(question, language)
         q_numbers = numbers_in(question)
         q_folded = question.casefold()
-        variants_of = variant_finder(q_terms)
+        variants_of = variant_finder(q_terms, VERB_PREFIXES.get(language, ()))
         seen: set[str] = set()  # passage terms looked up for variants of question terms
         variants: dict[str, list[str]] = {}  # ... and those that are variants
 
+        # Accent-folded languages: a word written without its accents can stem apart
+        # from the accented form ("hibakod" -> "hib", "hibakód" -> "hibako"); the folded
+        # whole words still match, and count as the question's term.
+        by_word: dict[str, str] = {}
+        if analyzer.language.endswith(FOLDED_SUFFIX):
+            q_set_ = set(q_terms)
+            for w in analyzer.words(question):
+                t = terms_of(w)
+                if len(t) == 1 and t[0] in q_set_:
+                    by_word.setdefault(fold_diacritics(w), t[0])
+
         def keys_in(text: str, with_type: bool = True) -> frozenset[str]:
             found = set(terms_of(text))
+            if by_word:
+                found.update(
+                    by_word[f] for w in analyzer.words(text) if (f := fold_diacritics(w)) in by_word
+                )
             for t in found - seen:
                 seen.add(t)
                 if vs := variants_of(t):
@@ -368,11 +436,19 @@ class ExtractiveAnswerer:
         missing = any(df[k] == 0 for k in code_keys)
         return passages, weight, q_terms, missing
 
-    def _select(self, question: str, hits: Sequence[Hit]) -> tuple[list[_Unit], float]:
-        """The sentences to answer with, in output order, and the evidence score."""
+    def _select(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        analyzer: Analyzer,
+        language: str,
+        ranks: Sequence[int],
+    ) -> tuple[list[_Unit], float]:
+        """The sentences to answer with, in output order, and the evidence score
+        (``ranks``: each hit's position among all the hits considered)."""
         if not hits:
             return [], 0.0
-        passages, weight, q_terms, missing_code = self._units(question, hits)
+        passages, weight, q_terms, missing_code = self._units(question, hits, analyzer, language)
         if not weight:
             return [], 0.0
         total = sum(weight.values())
@@ -398,7 +474,7 @@ class ExtractiveAnswerer:
                 context = SCORE_CONTEXT_WEIGHT * cov(k for k in extra if k in q_set)
                 new_content = sum(1 for t in u.terms - key_set if not t.startswith("\0"))
                 echo = ECHO_PENALTY[new_content] if new_content < len(ECHO_PENALTY) else 1.0
-                score = (coverage + context) * echo * u.factor + RANK_BONUS / (p + 1)
+                score = (coverage + context) * echo * u.factor + RANK_BONUS / (ranks[p] + 1)
                 scored.append((score, u))
         evidence = min(1.0, evidence)
         if missing_code:
@@ -408,7 +484,7 @@ class ExtractiveAnswerer:
 
         scored.sort(key=lambda su: (-su[0], su[1].passage, su[1].position))
         picked = self._pick(scored, passages, key_set, cov)
-        negation = _NEGATION.get(self.language)
+        negation = _NEGATION.get(language)
         if (
             negation is not None
             and negation.search(question)

@@ -25,7 +25,7 @@ from ..analysis.analyzer import get_analyzer
 from ..core.errors import ConfigError
 from ..core.types import ABSTAIN_SENTENCE, Answer, Hit
 from .citations import renumber_markers
-from .extractive import ExtractiveAnswerer, _distinct
+from .extractive import ExtractiveAnswerer, _distinct, below
 from .llm import AnthropicChat, ChatModel, Document
 from .prompt import SYSTEM_PROMPT, StreamSanitizer, build_prompt, neutralize, sanitize_output
 from .verify import DEFAULT_SUPPORT_THRESHOLD, ClaimCheck, check_claims, grounded_ratio
@@ -59,6 +59,7 @@ class LLMAnswerer:
         max_passages: int = 5,
         max_tokens: int = 512,
         native_citations: bool = False,
+        analyzer: Any = None,
     ) -> None:
         if unsupported not in UNSUPPORTED_MODES:
             raise ConfigError(
@@ -73,7 +74,10 @@ class LLMAnswerer:
         self.max_tokens = max_tokens
         self.native_citations = native_citations and isinstance(chat, AnthropicChat)
         self._gate = ExtractiveAnswerer(
-            max_passages=max_passages, min_evidence=min_evidence, language=language
+            max_passages=max_passages,
+            min_evidence=min_evidence,
+            language=language,
+            analyzer=analyzer,
         )
         self._analyzer = get_analyzer(language)
 
@@ -88,7 +92,7 @@ class LLMAnswerer:
         evidence = self._gate.evidence(question, sources)
         if not sources or evidence < self.min_evidence:
             note = (
-                f"abstained before generation: evidence {evidence:.2f} < {self.min_evidence:.2f}"
+                f"abstained before generation: evidence {below(evidence, self.min_evidence)}"
                 if sources
                 else "abstained before generation: no permitted passage was retrieved"
             )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ParseError
 from ..core.types import ParsedDocument
+from .dates import HTML_META_DATES
 from .decode import decode_bytes
 from .text import BlockCollector, markdown_table, normalize_space, require_text
 
@@ -107,6 +108,7 @@ class HtmlParser:
                 lang = root.get("lang")
                 if lang and lang.strip():
                     metadata["language"] = lang.strip()
+                metadata.update(_meta_dates(root))
             else:
                 title, source = "", "filename"
         except RecursionError:
@@ -175,6 +177,19 @@ def _main_content(root: Element) -> Element:
             return found
     body = root.find("body")
     return body if body is not None else root
+
+
+def _meta_dates(root: Element) -> dict[str, str]:
+    """``<meta name="date" content="2024-06-18">`` and its kin (:data:`HTML_META_DATES`),
+    as metadata keys; the first of each kept."""
+    out: dict[str, str] = {}
+    for meta in root.iter("meta"):
+        name = (meta.get("name") or meta.get("property") or meta.get("http-equiv") or "").strip()
+        key = HTML_META_DATES.get(name.casefold())
+        content = (meta.get("content") or "").strip()
+        if key and content and key not in out:
+            out[key] = content[:100]
+    return out
 
 
 def _title(root: Element, collector: BlockCollector) -> tuple[str, str]:

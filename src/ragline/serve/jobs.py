@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -80,15 +81,8 @@ class JobRunner:
                     detail={"error": f"{type(exc).__name__}: {exc}"},
                 )
 
-    def _progress(self, job_id: int) -> Callable[..., None]:
-        done = 0
-
-        def on_progress(_name: str, _chunks: int, _pages: int = 0) -> None:
-            nonlocal done
-            done += 1
-            update_job(self.index.db, job_id, done=done)
-
-        return on_progress
+    def _progress(self, job_id: int) -> JobProgress:
+        return JobProgress(self.index.db, job_id)
 
     def submit_files(
         self,
@@ -135,9 +129,11 @@ class JobRunner:
                     sources(),
                     tenant=tenant,
                     groups=list(groups),
-                    on_progress=self._progress(job_id),
+                    on_progress=(progress := self._progress(job_id)),
+                    on_stage=progress.stage,
                     metadata=metadata,
                 )
+                progress.flush()
             finally:
                 if cleanup is not None:
                     cleanup()
@@ -179,11 +175,53 @@ class JobRunner:
                 folder,
                 tenant=tenant,
                 groups=list(groups),
-                on_progress=self._progress(job_id),
+                on_progress=(progress := self._progress(job_id)),
+                on_stage=progress.stage,
                 strict=True,
                 max_files=max_files,
             )
+            progress.flush()
             return dict(report.to_dict())
 
         self._queue.put((job["id"], run))
         return job
+
+
+PROGRESS_EVERY_S = 0.5
+"""A job's progress row is written at most this often (and once more at the end)."""
+
+
+class JobProgress:
+    """A job's counts as they happen, in ``detail.progress``: documents ``parsed``, their
+    ``chunks``, chunks ``embedded`` (or found in the cache), documents ``written``, and
+    ``done`` (written, unchanged, skipped or failed: the ``done`` column). Called from the
+    ingest thread and its writer thread."""
+
+    def __init__(self, db: Any, job_id: int) -> None:
+        self.db, self.job_id = db, job_id
+        self.counts = {"parsed": 0, "chunks": 0, "embedded": 0, "written": 0, "done": 0}
+        self._lock = threading.Lock()
+        self._last = 0.0
+
+    def __call__(self, _name: str, chunks: int = 0, _pages: int = 0) -> None:
+        if chunks:
+            self.stage("written", 1)
+        self.stage("done", 1)
+
+    def stage(self, stage: str, n: int) -> None:
+        with self._lock:
+            self.counts[stage] = self.counts.get(stage, 0) + n
+            now = time.monotonic()
+            if now - self._last < PROGRESS_EVERY_S:
+                return
+            self._last = now
+            self._write()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._write()
+
+    def _write(self) -> None:
+        update_job(
+            self.db, self.job_id, done=self.counts["done"], detail={"progress": dict(self.counts)}
+        )

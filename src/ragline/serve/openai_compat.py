@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from ..core.errors import RaglineError
 from ..core.trace import citation_dict
@@ -27,6 +27,7 @@ from .auth import Who
 
 log = logging.getLogger("ragline.serve")
 MODEL_ID = "ragline"
+_TEXT_PARTS = ("text", "input_text")
 _FOOTER = re.compile(r"\n\nSources:\n(?:\[\d+\][^\n]*\n?)+\Z")
 
 
@@ -34,6 +35,21 @@ class ChatMessage(BaseModel):
     model_config = {"extra": "allow"}
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _text_parts_are_strings(cls, content: Any) -> Any:
+        """A text part's ``text`` must be a string: ``{"a": 1}`` is a client bug, and
+        answering the question "{'a': 1}" would hide it."""
+        if isinstance(content, list):
+            for i, p in enumerate(content):
+                if p.get("type") in _TEXT_PARTS and not isinstance(p.get("text"), str | None):
+                    raise ValueError(
+                        f"content part {i} is of type {p['type']!r} but its 'text' is a "
+                        f"{type(p['text']).__name__}, not a string; send "
+                        '{"type": "text", "text": "your question"}'
+                    )
+        return content
 
 
 class ChatRequest(BaseModel):
@@ -53,7 +69,7 @@ def _text(content: Any) -> str:
         return content
     parts = []
     for p in content:
-        if isinstance(p, dict) and p.get("type") in ("text", "input_text"):
+        if isinstance(p, dict) and p.get("type") in _TEXT_PARTS:
             parts.append(str(p.get("text") or ""))  # a null text is no text, not "None"
     return "\n".join(parts)
 

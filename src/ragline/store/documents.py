@@ -287,7 +287,7 @@ def rename_document(
         for key in sorted((old_key, new_key)):
             _lock_key(conn, collection, tenant, key)
         r = conn.execute(
-            "UPDATE documents SET doc_key = %s, source_uri = %s, modified_at = coalesce(%s, modified_at) "
+            "UPDATE documents SET doc_key = %s, source_uri = %s, source_mtime = coalesce(%s, source_mtime) "
             "WHERE collection_id = %s AND tenant = %s AND doc_key = %s AND is_current RETURNING id",
             (new_key, source_uri, modified_at, collection.id, tenant, old_key),
         ).fetchone()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import AccessError
-from ..core.filters import Filters
+from ..core.filters import KNOWN_KEYS, SHORT_TYPES, Filters
 from ..core.types import Principal
 
 
@@ -59,3 +59,69 @@ def acl_sql(
         )
         params.update(fparams)
     return sql, params
+
+
+SHOWN_VALUES = 20
+"""At most this many known values are listed in a filter error."""
+
+
+def unmatched_filters(
+    conn: Any, collection_id: int, principal: Principal, filters: Filters
+) -> list[str]:
+    """Why ``filters`` can match no current document ``principal`` may read: one line
+    per key that is unknown or whose values were never seen, naming the known keys or
+    values (of the caller's documents only: nothing about other tenants or groups).
+    Empty when every key and value occurs somewhere, i.e. only their combination fails.
+    Run only after a filtered search came back empty, so it costs the hot path nothing."""
+    p = validate_principal(principal)
+    scope = (
+        "collection_id = %(cid)s AND tenant = %(t)s AND is_current "
+        "AND (groups = '{}'::text[] OR groups && %(g)s::text[])"
+    )
+    base: dict[str, Any] = {"cid": collection_id, "t": p.tenant, "g": list(p.groups)}
+
+    def exists(cond: str, **params: Any) -> bool:
+        sql = f"SELECT EXISTS (SELECT 1 FROM documents WHERE {scope} AND {cond})"
+        return bool(conn.execute(sql, {**base, **params}).fetchone()[0])
+
+    def known(expr: str, **params: Any) -> str:
+        rows = conn.execute(
+            f"SELECT DISTINCT v FROM (SELECT {expr} AS v FROM documents WHERE {scope}) s "
+            f"WHERE v IS NOT NULL ORDER BY 1 LIMIT {SHOWN_VALUES + 1}",
+            {**base, **params},
+        ).fetchall()
+        values = [str(r[0]) for r in rows]
+        more = ", …" if len(values) > SHOWN_VALUES else ""
+        return ", ".join(values[:SHOWN_VALUES]) + more if values else "none"
+
+    problems: list[str] = []
+    if filters.languages and not exists("language = ANY(%(v)s)", v=list(filters.languages)):
+        problems.append(
+            f"language={'|'.join(filters.languages)} matches no document; "
+            f"languages present: {known('language')}"
+        )
+    if filters.media_types and not exists("media_type = ANY(%(v)s)", v=list(filters.media_types)):
+        short = ", ".join(sorted({k for k, v in SHORT_TYPES.items() if k != "text"}))
+        problems.append(
+            f"type={'|'.join(filters.media_types)} matches no document; types present: "
+            f"{known('media_type')} (short names: {short})"
+        )
+    if filters.source_prefixes and not exists(
+        "EXISTS (SELECT 1 FROM unnest(%(v)s::text[]) x WHERE starts_with(source_uri, x))",
+        v=list(filters.source_prefixes),
+    ):
+        # the prefix is not echoed: a face may have resolved it under a server path
+        problems.append("no document's source starts with the source filter's prefix")
+    for key, values in sorted(filters.metadata.items()):
+        if not exists("metadata ? %(k)s", k=key):
+            keys = known("jsonb_object_keys(metadata)")
+            problems.append(
+                f"unknown filter key {key!r}; known keys: {', '.join(KNOWN_KEYS)}; "
+                f"metadata keys: {keys}"
+            )
+        elif not exists("metadata ->> %(k)s = ANY(%(v)s)", k=key, v=list(values)):
+            problems.append(
+                f"{key}={'|'.join(values)} matches no document; values of {key!r}: "
+                f"{known('metadata ->> %(k)s', k=key)}"
+            )
+    return problems

@@ -69,7 +69,7 @@ def freshness(
     ``check_sources`` stats each file source (skip it on huge collections)."""
     with db.connection() as conn:
         rows = conn.execute(
-            "SELECT doc_key, source_uri, modified_at, ingested_at FROM documents "
+            "SELECT doc_key, source_uri, coalesce(source_mtime, modified_at), ingested_at FROM documents "
             "WHERE collection_id = %s AND is_current",
             (collection.id,),
         ).fetchall()

@@ -131,7 +131,7 @@ def vector_search(
 _HIT_SQL = """
 SELECT c.id, c.document_id, d.doc_key, d.title, d.source_uri, c.text, c.heading_path, c.page,
        c.ordinal, d.metadata, d.version, d.ingested_at, d.media_type, d.is_current, d.modified_at, d.language,
-       p.ordinal, p.text, p.heading_path, p.page
+       p.ordinal, p.text, p.heading_path, p.page, d.source_mtime
 FROM chunks c JOIN documents d ON d.tenant = c.tenant AND d.id = c.document_id
 LEFT JOIN chunk_parents p
   ON p.tenant = c.tenant AND p.document_id = c.document_id AND p.ordinal = c.parent_ordinal
@@ -173,6 +173,7 @@ def hydrate(
                 "is_current": r[13],
                 "modified_at": r[14].isoformat() if r[14] else None,
                 "language": r[15],
+                "source_mtime": r[20].isoformat() if r[20] else None,
             },
         }
         if r[16] is not None:

@@ -35,8 +35,11 @@ class DocumentWrite:
     metadata: Mapping[str, Any]
     chunks: Sequence[PreparedChunk]
     modified_at: datetime | None = None
+    """The document's own date when it states one, else its source's modification time."""
     language: str | None = None
     content: Mapping[str, Any] | None = None
+    source_mtime: datetime | None = None
+    """The source file's modification time (what freshness compares against)."""
 
 
 DEADLOCK_RETRIES = 3
@@ -173,7 +176,8 @@ def _insert_new(
         conn.cursor() as cur,
         cur.copy(
             "COPY documents (id, collection_id, doc_key, source_uri, title, media_type, content_hash, version, "
-            "tenant, groups, metadata, language, modified_at, n_chunks, content, ingested_at) FROM STDIN"
+            "tenant, groups, metadata, language, modified_at, n_chunks, content, ingested_at, "
+            "source_mtime) FROM STDIN"
         ) as cp,
     ):
         for doc_id, w in zip(doc_ids, writes):
@@ -197,6 +201,7 @@ def _insert_new(
                     len(w.chunks),
                     None if w.content is None else json.dumps(dict(w.content), default=str),
                     now,
+                    w.source_mtime,
                 )
             )
             records.append(
@@ -263,8 +268,8 @@ def _write_one(
         _relabel(db, conn, collection, tenant, history, groups, False, changes)
     r = conn.execute(
         "INSERT INTO documents (collection_id, doc_key, source_uri, title, media_type, content_hash, "
-        "version, tenant, groups, metadata, language, modified_at, n_chunks, content) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "version, tenant, groups, metadata, language, modified_at, n_chunks, content, source_mtime) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         f"RETURNING {_DOC_COLS}",
         (
             collection.id,
@@ -281,6 +286,7 @@ def _write_one(
             w.modified_at,
             len(w.chunks),
             None if w.content is None else json.dumps(dict(w.content), default=str),
+            w.source_mtime,
         ),
     ).fetchone()
     doc = _doc(r)

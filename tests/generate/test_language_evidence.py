@@ -1,0 +1,55 @@
+"""The evidence gate reads a passage as the BM25 leg read it: in its document's language,
+stems and accents folded, verbal prefixes allowed to come and go."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragline.analysis.analyzer import MultiAnalyzer
+from ragline.core.types import Hit
+from ragline.generate import ExtractiveAnswerer
+
+
+def _hit(i: int, text: str, language: str, title: str = "Kezelési útmutató") -> Hit:
+    return Hit(
+        chunk_id=i, document_id=i, doc_key=f"d{i}", title=title, source=f"d{i}.md",
+        text=text, score=1.0 / i, rank=i, heading_path=("Karbantartás",),
+        metadata={"language": language},
+    )  # fmt: skip
+
+
+HU = [
+    _hit(1, "A kültéri egység légszűrőjét havonta kell megtisztítani. A garancia hat évig "
+         "érvényes.", "hu"),
+    _hit(2, "Az E7 hibakód azt jelzi, hogy a kompresszor túlmelegedett.", "hu", "Hibakódok"),
+    _hit(3, "The filter of the indoor unit is washed every spring.", "en", "Manual"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "question, expected",
+    [
+        # the document says "megtisztítani"
+        ("Milyen gyakran kell tisztítani a kültéri egység légszűrőjét?", "havonta"),
+        # typed without accents
+        ("Mit jelez az E7 hibakod?", "túlmelegedett"),
+        ("Mit jelez az E7 hibakód?", "túlmelegedett"),
+        ("Milyen gyakran kell tisztitani a kulteri egyseg legszurojet?", "havonta"),
+    ],
+)
+def test_inflected_and_unaccented_questions_are_judged_like_exact_ones(question, expected):
+    multi = ExtractiveAnswerer(analyzer=MultiAnalyzer("english"))
+    plain = ExtractiveAnswerer()
+    a = multi.answer(question, HU)
+    assert not a.abstained, a.notes
+    assert expected in a.text.split("[")[0] and a.citations[0].doc_key in ("d1", "d2")
+    # the English-only reading (what the gate did before) judged these lower
+    assert multi.evidence(question, HU) > plain.evidence(question, HU)
+
+
+def test_each_passage_keeps_its_own_language():
+    multi = ExtractiveAnswerer(analyzer=MultiAnalyzer("english"))
+    a = multi.answer("How often is the filter of the indoor unit washed?", HU)
+    assert not a.abstained and a.citations[0].doc_key == "d3"
+    # a question nothing speaks to still abstains, in any language
+    assert multi.answer("Mennyibe kerül a parkolási engedély?", HU).abstained

@@ -1,0 +1,57 @@
+"""Ingest progress moves per document parsed and per slice embedded, not per batch."""
+
+from __future__ import annotations
+
+from ragline.ingest.pipeline import EMBED_PROGRESS_SLICE
+from ragline.ingest.sources import text_source
+
+
+def _sources(n: int):
+    return [
+        text_source(f"d{i}", f"Doc {i}", f"Document {i} says the pump number {i} hums quietly.")
+        for i in range(n)
+    ]
+
+
+def test_stages_are_reported_as_they_happen(fake_index):
+    events: list[tuple[str, int]] = []
+    n = EMBED_PROGRESS_SLICE + 36  # one batch of 256 chunks, two embedding slices
+    fake_index.ingest_sources(
+        _sources(n),
+        on_progress=lambda name, chunks, pages=0: events.append(("written", chunks)),
+        on_stage=lambda stage, k: events.append((stage, k)),
+    )
+    parsed = [k for s, k in events if s == "parsed"]
+    embedded = [k for s, k in events if s == "embedded" and k]
+    chunks = sum(k for s, k in events if s == "chunks")
+    assert parsed == [1] * n and chunks == n
+    assert embedded == [EMBED_PROGRESS_SLICE, 36]  # moves inside the batch
+    first_write = next(i for i, (s, _) in enumerate(events) if s == "written")
+    assert first_write > max(i for i, (s, k) in enumerate(events) if s == "embedded")
+    assert [k for s, k in events if s == "written"] == [1] * n
+    # the second time every vector comes from the cache: counted at once
+    events.clear()
+    fake_index.ingest_sources(
+        [text_source("again", "Again", "Document 0 says the pump number 0 hums quietly.")],
+        on_stage=lambda stage, k: events.append((stage, k)),
+    )
+    assert ("embedded", 1) in events
+
+
+def test_an_upload_job_shows_the_counts(fake_index):
+    from ragline.serve.jobs import JobProgress
+    from ragline.store.jobs import create_job, get_job
+
+    job = create_job(fake_index.db, "default", "upload", 3)
+    progress = JobProgress(fake_index.db, job["id"])
+    fake_index.ingest_sources(_sources(3), on_progress=progress, on_stage=progress.stage)
+    progress.flush()
+    got = get_job(fake_index.db, job["id"], "default")
+    assert got["done"] == 3
+    assert got["progress"] == {
+        "parsed": 3,
+        "chunks": 3,
+        "embedded": 3,
+        "written": 3,
+        "done": 3,
+    }
