@@ -16,10 +16,13 @@ from .core.errors import ConfigError
 from .core.filters import Filters
 from .core.settings import Settings
 from .core.types import Answer, Hit
+from .research import ResearchMixin
 from .tracing import TracingMixin, _principal
 
+_SELF_CHAT: Any = object()
 
-class Index(BindingMixin, TracingMixin):
+
+class Index(BindingMixin, TracingMixin, ResearchMixin):
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(
@@ -476,17 +479,20 @@ class Index(BindingMixin, TracingMixin):
             ).hits
         )
 
-    def _generator(self) -> Any:
+    def _generator(self, chat: Any = _SELF_CHAT) -> Any:
+        """The configured answerer; ``chat`` replaces the configured model (None: the
+        extractive answerer; the agent passes its budget-metered model)."""
         from .generate import ExtractiveAnswerer
 
         s = self.settings
+        chat = self.chat if chat is _SELF_CHAT else chat
         gate = {} if s.min_evidence is None else {"min_evidence": s.min_evidence}
-        if self.chat is None:
+        if chat is None:
             return ExtractiveAnswerer(language=s.language, **gate)
         from .generate.llm_answerer import LLMAnswerer
 
         return LLMAnswerer(
-            self.chat,
+            chat,
             language=s.language,
             support_threshold=s.support_threshold,
             unsupported=s.unsupported_claims,
@@ -507,8 +513,23 @@ class Index(BindingMixin, TracingMixin):
         history: Sequence[Mapping[str, str]] = (),
         trace: bool | None = None,
         trace_key: int | None = None,
+        agent: str | None = None,
     ) -> Answer:
-        """A cited answer from the caller's permitted documents, or an abstention."""
+        """A cited answer from the caller's permitted documents, or an abstention.
+        ``agent`` (default: the ``agent`` setting) ``on`` or ``auto`` answers through the
+        research loop (:meth:`research`)."""
+        if (agent or self.settings.agent) != "off" and not history:
+            return self.research(
+                question,
+                tenant=tenant,
+                groups=groups,
+                agent=agent or self.settings.agent,
+                k=k,
+                mode=mode,
+                filters=filters,
+                trace=trace,
+                trace_key=trace_key,
+            )
         *_, answer = self.ask_stream(
             question,
             tenant=tenant,
