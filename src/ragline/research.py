@@ -287,7 +287,7 @@ class ResearchMixin:
                 "sources": sorted({k.source for k in run.evidence}),
             },
         )
-        ctx = contexts[-1] if contexts else self._assemble([], principal)
+        ctx = _union(contexts) if contexts else self._assemble([], principal)
         return self._trace_research(
             question, a, ctx, run, principal, filters, t0, trace, trace_key, decision, run.hits
         )
@@ -348,3 +348,22 @@ class ResearchMixin:
         record["timings_ms"] = {"total": round((time.perf_counter() - t0) * 1000, 3)}
         tid = self._save_trace(principal, record, trace_key)  # type: ignore[attr-defined]
         return replace(answer, trace_id=tid)
+
+
+def _union(contexts: Sequence[Any]) -> Any:
+    """One context of several (an answer written in parts reads one per part)."""
+    if len(contexts) == 1:
+        return contexts[0]
+    seen: dict[int, Hit] = {}
+    expanded: dict[int, tuple[int, ...]] = {}
+    for c in contexts:
+        for h in c.passages:
+            seen.setdefault(h.chunk_id, h)
+        expanded.update(c.expanded)
+    return replace(
+        contexts[-1],
+        passages=tuple(seen.values()),
+        tokens=sum(c.tokens for c in contexts),
+        expanded=expanded,
+        dropped=tuple(dict.fromkeys(d for c in contexts for d in c.dropped)),
+    )
