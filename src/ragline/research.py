@@ -117,6 +117,7 @@ class ResearchMixin:
         filters: Mapping[str, Any] | Filters | None = None,
         trace: bool | None = None,
         trace_key: int | None = None,
+        history: Sequence[Mapping[str, str]] = (),
     ) -> Answer:
         """Answer ``question`` with the agent loop (``agent`` on), one-shot (off), or
         one-shot unless its evidence is weak or the question has several parts (auto).
@@ -144,7 +145,12 @@ class ResearchMixin:
                 filters=filters,
                 trace=trace,
                 trace_key=trace_key,
+                history=history,
+                agent="off",
             )
+        asked = question
+        if history:  # a follow-up becomes standalone first (a no-op without a model)
+            question = self.planner(rewrite=True).plan(question, history).question  # type: ignore[attr-defined]
         s = self.settings
         principal = _principal(tenant, groups)
         self._refresh()  # type: ignore[attr-defined]
@@ -278,7 +284,7 @@ class ResearchMixin:
         assert a is not None
         a = replace(
             a,
-            question=question,
+            question=asked,
             notes=(*run.notes, *a.notes),
             agent={
                 **decision,

@@ -501,11 +501,21 @@ class AgentLoop:
         hits = [k.hit for k in evidence]
         how = "whole question"
         answer = self._answer(question, hits, chat, notes)
-        if answer.abstained and len(needs) > 1 and all(n.done for n in needs):
-            parts = [self._answer(n.question, [k.hit for k in n.kept], chat, notes) for n in needs]
-            if all(not p.abstained for p in parts):
-                answer = merge_answers(question, parts)
+        if answer.abstained and len(needs) > 1 and any(n.done for n in needs):
+            # one answer per part with enough evidence; the others are said to be missing
+            parts = [
+                (n, self._answer(n.question, [k.hit for k in n.kept], chat, notes))
+                for n in needs
+                if n.done
+            ]
+            answered = [(n, p) for n, p in parts if not p.abstained]
+            if answered:
+                answer = merge_answers(question, [p for _, p in answered])
                 how = "one part per sub-question"
+                got = {n.index for n, _ in answered}
+                for n in needs:
+                    if n.index not in got:
+                        notes.append(f"not answered: {n.question!r} (the sources found do not say)")
         steps.append(
             {
                 "kind": "synthesize",
