@@ -278,6 +278,7 @@ class ResearchMixin:
             chat=self.chat,
             presence=presence,
             max_evidence=max(k, s.answer_passages),
+            partial_answers=s.agent_partial_answers,
         )
         run = loop.run(question, seed=seed, decision=decision)
         a = run.answer
@@ -294,6 +295,9 @@ class ResearchMixin:
             },
         )
         ctx = _union(contexts) if contexts else self._assemble([], principal)
+        # the answer's passages: all of the final evidence the answerer read (its citations
+        # point into it), not only the parts that were answered
+        a = replace(a, hits=tuple({h.chunk_id: h for h in (*a.hits, *ctx.passages)}.values()))
         return self._trace_research(
             question, a, ctx, run, principal, filters, t0, trace, trace_key, decision, run.hits
         )

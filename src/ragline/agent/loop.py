@@ -138,7 +138,11 @@ class AgentLoop:
         presence: Callable[[str, list[str]], float] | None = None,
         keep_per_step: int = 3,
         max_evidence: int = 5,
+        partial_answers: bool = False,
     ) -> None:
+        """``partial_answers``: a question in parts whose whole answer abstains is answered
+        part by part, the parts the evidence does not answer named in the notes (False:
+        only when every part is answered, else the abstention)."""
         self.search = search
         self.sources = list(sources)
         self.gate = gate
@@ -150,6 +154,7 @@ class AgentLoop:
         self.presence = presence
         self.keep_per_step = keep_per_step
         self.max_evidence = max_evidence
+        self.partial_answers = partial_answers
 
     # -- the run --------------------------------------------------------------------
     def run(
@@ -333,8 +338,8 @@ class AgentLoop:
             return len(keys & found) / max(len(keys), 1)
 
         rel = {h.chunk_id: relevance(h) for h in fresh}
-        order = sorted(fresh, key=lambda h: (-rel[h.chunk_id], h.rank))
-        kept = [h for h in order if rel[h.chunk_id] > 0][: self.keep_per_step]
+        # the search's own order (hybrid: it sees paraphrases), passages sharing no key term out
+        kept = [h for h in fresh if rel[h.chunk_id] > 0][: self.keep_per_step]
         kept_ids = {h.chunk_id for h in kept}
         dropped = [h for h in hits if h.chunk_id not in kept_ids]
         step_no = meter.steps
@@ -503,12 +508,20 @@ class AgentLoop:
         answer = self._answer(question, hits, chat, notes)
         if answer.abstained and len(needs) > 1 and any(n.done for n in needs):
             # one answer per part with enough evidence; the others are said to be missing
+            final = [k.hit for k in evidence]
+
+            def share(n: _Need) -> list[Hit]:  # a part's share of the final evidence
+                mine = {k.hit.chunk_id for k in n.kept}
+                return [h for h in final if h.chunk_id in mine]
+
             parts = [
-                (n, self._answer(n.question, [k.hit for k in n.kept], chat, notes))
+                (n, self._answer(n.question, share(n), chat, notes))
                 for n in needs
-                if n.done
+                if n.done and share(n)
             ]
             answered = [(n, p) for n, p in parts if not p.abstained]
+            if not self.partial_answers and len(answered) < len(needs):
+                answered = []
             if answered:
                 answer = merge_answers(question, [p for _, p in answered])
                 how = "one part per sub-question"

@@ -131,6 +131,11 @@ class Settings(BaseModel):
     agent_max_seconds: float | None = Field(
         default=60.0, gt=0, description="agent: wall time per question (checked between steps)"
     )
+    agent_partial_answers: bool = Field(
+        default=False,
+        description="agent: answer the parts of a question the evidence answers and name the "
+        "others (false: abstain unless every part is answered)",
+    )
     traces: bool = Field(default=True, description="store a trace of every search and ask")
     trace_retention_days: float = Field(
         default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"
