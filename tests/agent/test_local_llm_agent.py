@@ -58,10 +58,14 @@ class Counting:
 def test_the_real_model_stays_within_budget(smol, calls, tokens):
     chat = Counting(smol)
     w = World()
-    run = loop(w, sources=("wiki", "manuals"), chat=chat, max_model_calls=calls,
-               max_tokens=tokens, max_steps=4).run(
-        "Who was the first ruler of Normandy and where was Chopin born?"
-    )
+    run = loop(
+        w,
+        sources=("wiki", "manuals"),
+        chat=chat,
+        max_model_calls=calls,
+        max_tokens=tokens,
+        max_steps=4,
+    ).run("Who was the first ruler of Normandy and where was Chopin born?")
     if calls is not None:
         assert chat.calls <= calls and run.usage["model_calls"] == chat.calls
     if tokens is not None:
