@@ -517,18 +517,23 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
     ) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention.
         ``agent`` (default: the ``agent`` setting) ``on`` or ``auto`` answers through the
-        research loop (:meth:`research`)."""
-        if (agent or self.settings.agent) != "off" and not history:
+        research loop (:meth:`research`); with ``off``, a caller who may read declared
+        sources besides this collection gets a routed one-shot answer."""
+        agent = agent or self.settings.agent
+        if agent != "off" or (
+            self.collection is not None and self.routes(tenant=tenant, groups=groups)
+        ):
             return self.research(
                 question,
                 tenant=tenant,
                 groups=groups,
-                agent=agent or self.settings.agent,
+                agent=agent,
                 k=k,
                 mode=mode,
                 filters=filters,
                 trace=trace,
                 trace_key=trace_key,
+                history=history,
             )
         *_, answer = self.ask_stream(
             question,

@@ -70,6 +70,19 @@ class ResearchMixin:
             )
         return out
 
+    def routes(self, *, tenant: str = "default", groups: Iterable[str] | str | None = None) -> bool:
+        """Whether a one-shot ask of this caller is routed: the index's own collection is
+        a declared source (the opt-in) and some other declared source is one the caller
+        may route to (one small query)."""
+        from .store.sources import list_sources
+
+        p = _principal(tenant, groups)
+        own = self.settings.collection
+        rows = list_sources(self.db)
+        return any(r.name == own for r in rows) and any(
+            r.name != own and r.readable_by(p) for r in rows
+        )
+
     def _readable_sources(self, principal: Principal) -> list[tuple[str, str, Any]]:
         """(name, description, physical collection or None) of every source the caller may
         route to: the index's own collection first."""
@@ -135,19 +148,6 @@ class ResearchMixin:
         if not question or not question.strip():
             raise ConfigError("the question is empty; pass the text to ask")
         self.check_size(question, filters)  # type: ignore[attr-defined]
-        if agent == "off":
-            return self.ask(  # type: ignore[attr-defined]
-                question,
-                tenant=tenant,
-                groups=groups,
-                k=k,
-                mode=mode,
-                filters=filters,
-                trace=trace,
-                trace_key=trace_key,
-                history=history,
-                agent="off",
-            )
         asked = question
         if history:  # a follow-up becomes standalone first (a no-op without a model)
             question = self.planner(rewrite=True).plan(question, history).question  # type: ignore[attr-defined]
@@ -164,6 +164,20 @@ class ResearchMixin:
                     f"yours: {', '.join(sorted(known)) or '(none)'}"
                 )
             readable = [r for r in readable if r[0] in sources]
+        if agent == "off" and len(readable) <= 1:  # nothing to route between: plain ask
+            *_, one = self.ask_stream(  # type: ignore[attr-defined]
+                asked,
+                tenant=tenant,
+                groups=groups,
+                k=k,
+                mode=mode,
+                filters=filters,
+                history=history,
+                stream=False,
+                trace=trace,
+                trace_key=trace_key,
+            )
+            return one
         if not readable or self.collection is None and all(c is None for _, _, c in readable):
             from .core.trace import nothing_ingested
 
@@ -220,6 +234,40 @@ class ResearchMixin:
 
         decision: dict[str, Any] = {"mode": agent}
         seed = None
+        if agent == "off":  # one-shot, routed: the best source(s) for the question, once
+            order, scores = H.route(question, infos, terms=terms, presence=presence)
+            order = order or [own]
+            found = [search(question, src) for src in order]
+            hits = _fused(found, k, s.rrf_k)
+            decision.update(
+                loop=False,
+                route={"sources": order, "scores": scores},
+                reason=f"one-shot, routed to {', '.join(order)}",
+            )
+            a = _Synth(self.chat).answer(question, hits)
+            a = replace(
+                a,
+                question=asked,
+                agent={
+                    **decision,
+                    "stop_reason": "one_shot",
+                    "steps": len(order),
+                    "sources": order,
+                },
+            )
+            return self._trace_research(
+                asked,
+                a,
+                contexts[-1],
+                None,
+                principal,
+                filters,
+                t0,
+                trace,
+                trace_key,
+                decision,
+                hits,
+            )
         if agent == "auto" and self.collection is not None:
             hits = search(question, own)
             ev = gate.evidence(question, hits)
@@ -377,3 +425,16 @@ def _union(contexts: Sequence[Any]) -> Any:
         expanded=expanded,
         dropped=tuple(dict.fromkeys(d for c in contexts for d in c.dropped)),
     )
+
+
+def _fused(results: Sequence[Sequence[Hit]], k: int, rrf_k: int) -> list[Hit]:
+    """The hits of several sources' searches in one list by RRF over their ranks."""
+    if len(results) == 1:
+        return list(results[0])
+    from .retrieve.fusion import reciprocal_rank_fusion
+
+    by_id = {h.chunk_id: h for r in results for h in r}
+    ranked = reciprocal_rank_fusion(
+        {str(i): [h.chunk_id for h in r] for i, r in enumerate(results)}, k=rrf_k
+    )
+    return [replace(by_id[cid], rank=i, score=sc) for i, (cid, sc) in enumerate(ranked[:k], 1)]

@@ -87,8 +87,16 @@ def test_agent_modes_and_the_trace_of_every_step(world):
     first = next(s for s in t["agent"]["steps"] if s["kind"] == "search")
     assert first["seeded"] is True  # the one-shot search is the first
     assert t["generation"]["citations_valid"] is True
-    off = world.ask("Who was the first ruler of Normandy?", agent="off")
-    assert off.agent is None
+    # agent off: unrouted until the collection itself is declared a source (the opt-in)
+    assert world.ask("Who was the first ruler of Normandy?", agent="off").agent is None
+    world.declare_source("default", "history and geography articles")
+    # now the caller may read another source: one-shot, routed, traced
+    off = world.ask("What does error ERR_4021 mean for charging?", agent="off", trace=True)
+    assert off.agent["loop"] is False and off.agent["sources"][0] == "manuals"
+    assert "charging contact fault" in off.text
+    assert world.trace(off.trace_id)["agent"]["decision"]["route"]["sources"][0] == "manuals"
+    world.remove_source("manuals")
+    assert world.ask("Who was the first ruler of Normandy?", agent="off").agent is None
     with pytest.raises(ConfigError, match="agent must be one of"):
         world.research("x", agent="maybe")
 

@@ -56,8 +56,9 @@ def add_commands(group: click.Group) -> None:
         "--agent",
         "modes",
         multiple=True,
-        type=click.Choice(["off", "auto", "on"]),
-        help="Modes to compare (default: off and on).",
+        type=click.Choice(["plain", "off", "auto", "on"]),
+        help="Modes to compare (default: plain, off, on); plain = one-shot over the SQuAD "
+        "collection only, off = one-shot routed between the two sources.",
     )
     @click.option("--limit", default=None, type=int, help="A deterministic sample of N questions.")
     @click.option("--generator", default=None, help="extractive (default) or an LLM spec.")
@@ -91,7 +92,7 @@ def add_commands(group: click.Group) -> None:
             questions,
             data_root / "squad2-dev" / "passages.jsonl",
             data_root / "documents",
-            modes=modes or ("off", "on"),
+            modes=modes or ("plain", "off", "on"),
             limit=limit,
         )
         if as_json:

@@ -157,7 +157,7 @@ def evaluate_multihop(
     squad_passages: Path,
     documents_dir: Path | None,
     *,
-    modes: Sequence[str] = ("off", "on"),
+    modes: Sequence[str] = ("plain", "off", "on"),
     limit: int | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
@@ -171,7 +171,10 @@ def evaluate_multihop(
             rows = []
             for i, q in enumerate(qs):
                 t = time.perf_counter()
-                a = index.ask(q["question"], agent=mode, trace=False)
+                if mode == "plain":  # one-shot, not routed: the index's own collection only
+                    *_, a = index.ask_stream(q["question"], stream=False, trace=False)
+                else:
+                    a = index.ask(q["question"], agent=mode, trace=False)
                 rows.append(score(q, a, (time.perf_counter() - t) * 1000))
                 if on_progress:
                     on_progress(mode, i + 1, len(qs))
