@@ -327,6 +327,7 @@ class ResearchMixin:
             presence=presence,
             max_evidence=max(k, s.answer_passages),
             partial_answers=s.agent_partial_answers,
+            rewrite_margin=s.agent_rewrite_margin,
         )
         run = loop.run(question, seed=seed, decision=decision)
         a = run.answer

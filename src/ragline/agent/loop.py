@@ -139,6 +139,7 @@ class AgentLoop:
         keep_per_step: int = 3,
         max_evidence: int = 5,
         partial_answers: bool = False,
+        rewrite_margin: float = 0.1,
     ) -> None:
         """``partial_answers``: a question in parts whose whole answer abstains is answered
         part by part, the parts the evidence does not answer named in the notes (False:
@@ -155,6 +156,7 @@ class AgentLoop:
         self.keep_per_step = keep_per_step
         self.max_evidence = max_evidence
         self.partial_answers = partial_answers
+        self.rewrite_margin = rewrite_margin
 
     # -- the run --------------------------------------------------------------------
     def run(
@@ -529,6 +531,19 @@ class AgentLoop:
                 for n in needs:
                     if n.index not in got:
                         notes.append(f"not answered: {n.question!r} (the sources found do not say)")
+        searched_again = any(n.steps > 1 for n in needs)
+        bar = self.min_evidence + self.rewrite_margin
+        if searched_again and not answer.abstained and answer.evidence < bar:
+            # every further search is another chance of a passage that merely resembles
+            # the question: evidence found after rewriting must clear a higher bar
+            notes.append(
+                f"evidence {answer.evidence:.2f} found after rewriting is below "
+                f"{bar:.2f} (the threshold plus the rewrite margin)"
+            )
+            answer = Answer.abstention(
+                question, answer.hits, generator=answer.generator, evidence=answer.evidence
+            )
+            how += ", abstained: below the rewrite margin"
         steps.append(
             {
                 "kind": "synthesize",

@@ -136,6 +136,13 @@ class Settings(BaseModel):
         description="agent: answer the parts of a question the evidence answers and name the "
         "others (false: abstain unless every part is answered)",
     )
+    agent_rewrite_margin: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="agent: added to the evidence threshold when the answer needed more than "
+        "one search (more searches, more passages that merely resemble the question)",
+    )
     traces: bool = Field(default=True, description="store a trace of every search and ask")
     trace_retention_days: float = Field(
         default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"

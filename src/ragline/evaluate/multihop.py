@@ -3,7 +3,8 @@
 The set (``eval/multihop``): questions whose answer needs two or more passages, some of
 another source. The SQuAD passages go into the evaluation collection, the named files of
 ``documents`` into a second collection declared a source; each question is asked in
-each ``agent`` mode (off = one-shot, auto, on) and scored:
+each mode (``plain``: one-shot over the evaluation collection only; ``off``: one-shot routed
+between the sources; ``auto``; ``on``) and scored:
 
 * ``gold_recall`` — share of gold parts whose passage is in the final evidence (the
   passages the answerer read: ``Answer.hits``);
