@@ -15,10 +15,13 @@ from .core.errors import ConfigError
 from .core.filters import Filters
 from .core.settings import Settings
 from .core.types import Answer, Hit
+from .research import ResearchMixin
 from .tracing import TraceRecorder, _principal
 
+_SELF_CHAT: Any = object()
 
-class Index:
+
+class Index(ResearchMixin):
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(
@@ -550,21 +553,23 @@ class Index:
             ).hits
         )
 
-    def _generator(self, max_passages: int) -> Any:
+    def _generator(self, max_passages: int, chat: Any = _SELF_CHAT) -> Any:
         """The answerer, reading at most ``max_passages`` distinct passages (``ask --k``,
-        else the ``answer_passages`` setting)."""
+        else the ``answer_passages`` setting); ``chat`` replaces the configured model
+        (None: the extractive answerer; the agent passes its budget-metered model)."""
         from .generate import ExtractiveAnswerer
 
         s = self.settings
+        chat = self.chat if chat is _SELF_CHAT else chat
         gate: dict[str, Any] = {"max_passages": max_passages}
         if s.min_evidence is not None:
             gate["min_evidence"] = s.min_evidence
-        if self.chat is None:
+        if chat is None:
             return ExtractiveAnswerer(language=s.language, analyzer=self.analyzer, **gate)
         from .generate.llm_answerer import LLMAnswerer
 
         return LLMAnswerer(
-            self.chat,
+            chat,
             language=s.language,
             support_threshold=s.support_threshold,
             unsupported=s.unsupported_claims,
@@ -586,8 +591,28 @@ class Index:
         history: Sequence[Mapping[str, str]] = (),
         trace: bool | None = None,
         trace_key: int | None = None,
+        agent: str | None = None,
     ) -> Answer:
-        """A cited answer from the caller's permitted documents, or an abstention."""
+        """A cited answer from the caller's permitted documents, or an abstention.
+        ``agent`` (default: the ``agent`` setting) ``on`` or ``auto`` answers through the
+        research loop (:meth:`research`); with ``off``, a caller who may read declared
+        sources besides this collection gets a routed one-shot answer."""
+        agent = agent or self.settings.agent
+        if agent != "off" or (
+            self.collection is not None and self.routes(tenant=tenant, groups=groups)
+        ):
+            return self.research(
+                question,
+                tenant=tenant,
+                groups=groups,
+                agent=agent,
+                k=k,
+                mode=mode,
+                filters=filters,
+                trace=trace,
+                trace_key=trace_key,
+                history=history,
+            )
         *_, answer = self.ask_stream(
             question,
             tenant=tenant,

@@ -134,7 +134,7 @@ def test_reader_key_tools(corpus, tmp_path):
     out = _session(env, body, tmp_path / "stderr.log")
 
     tools = out["tools"]
-    assert set(tools) == {"search", "ask"}
+    assert set(tools) == {"search", "ask", "research"}
     for tool in tools.values():
         assert len(tool.description) > 100 and tool.output_schema is not None
         assert tool.annotations.read_only_hint is True

@@ -323,6 +323,12 @@ def eval_golden(
 @_embedder
 @_index_version
 @_explain
+@click.option(
+    "--agent",
+    type=click.Choice(["auto", "on"]),
+    default=None,
+    help="Also answer through the research loop in this mode and report it beside one-shot.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def eval_qa(
@@ -334,6 +340,7 @@ def eval_qa(
     embedder: str | None,
     index_version: int | None,
     explain: bool,
+    agent: str | None,
     as_json: bool,
 ) -> None:
     """Score answers end to end: recall, token F1, abstention, citations, faithfulness."""
@@ -357,9 +364,13 @@ def eval_qa(
             bar.total = total
             bar.update(1)
 
+    index.settings = index.settings.model_copy(update={"agent": "off"})
     result = evaluate_qa(
         index, passages, questions, limit=limit, on_progress=progress, explain=explain
     )
+    if agent:  # the same questions through the research loop (Index.ask follows the setting)
+        index.settings = index.settings.model_copy(update={"agent": agent})
+        result = {**result, f"agent_{agent}": evaluate_qa(index, passages, questions, limit=limit)}
     if bar is not None:
         bar.close()
     if as_json:
@@ -383,6 +394,20 @@ def eval_qa(
         "grounded_ratio",
     ):
         value = result[key]
-        click.echo(f"  {key:18} {'n/a' if value is None else f'{value:.4f}'}")
+        line = f"  {key:18} {'n/a' if value is None else f'{value:.4f}'}"
+        if agent:
+            other = result[f"agent_{agent}"][key]
+            line += f"   agent {agent}: {'n/a' if other is None else f'{other:.4f}'}"
+        click.echo(line)
+    if agent:
+        click.echo(
+            f"  {'answer_ms_mean':18} {result['answer_ms_mean']}   agent {agent}: "
+            f"{result[f'agent_{agent}']['answer_ms_mean']}"
+        )
     if explain:
         click.echo(_explain_text({"qa": result}, "qa"))
+
+
+from .eval_agent import add_commands  # noqa: E402
+
+add_commands(eval_group)

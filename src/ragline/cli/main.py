@@ -440,6 +440,21 @@ def search(
     default=None,
     help="Search with a hypothetical answer (needs a generator).",
 )
+@click.option(
+    "--agent",
+    type=click.Choice(["off", "auto", "on"]),
+    default=None,
+    help="The research loop: plan, search, judge, rewrite, switch sources until the evidence "
+    "suffices or the budget is spent (auto: only when one-shot evidence is weak or the "
+    "question has several parts). Default: the agent setting (off).",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="A source the agent may route to (repeatable; default: every source you may read).",
+)
+@click.option("--max-steps", default=None, type=int, help="Agent: searches per question.")
 @_json
 @click.pass_obj
 def ask(
@@ -454,6 +469,9 @@ def ask(
     multi_query: bool | None,
     decompose: bool | None,
     hyde: bool | None,
+    agent: str | None,
+    sources: tuple[str, ...],
+    max_steps: int | None,
     as_json: bool,
 ) -> None:
     """Answer a question from the documents, citing each sentence's source as [n]."""
@@ -467,12 +485,22 @@ def ask(
             ("multi_query", multi_query),
             ("decompose", decompose),
             ("hyde", hyde),
+            ("agent", agent),
+            ("agent_max_steps", max_steps),
         )
         if value
     }
     index = obj.index(**overrides)
     kwargs = {"tenant": tenant, "groups": groups, "k": k, "filters": Filters.from_pairs(filters)}
-    if stream and not as_json:
+    if sources and index.settings.agent == "off":
+        raise click.UsageError("--source routes the agent: add --agent on (or auto)")
+    if index.settings.agent != "off":
+        a = index.research(question, agent=index.settings.agent, sources=sources or None, **kwargs)
+        if as_json:
+            _echo_json(answer_dict(a))
+            return
+        click.echo(a.text)
+    elif stream and not as_json:
         a = None
         shown: list[str] = []
         for item in index.ask_stream(question, **kwargs):
@@ -504,6 +532,15 @@ def ask(
         click.echo(f"grounded: {a.grounded_ratio:.0%} of claims supported by their sources")
     for note in a.notes:
         click.secho(f"note: {note}", fg="yellow", err=True)
+    if a.agent:
+        ag = a.agent
+        click.echo(
+            f"agent: {'loop' if ag.get('loop') else 'one-shot'} ({ag.get('reason')}); stop: "
+            f"{ag.get('stop_reason')}; steps {ag.get('steps')}, model calls "
+            f"{ag.get('model_calls')}, tokens {ag.get('tokens', 0)}; sources: "
+            f"{', '.join(ag.get('sources', [])) or '-'}",
+            err=True,
+        )
     if a.trace_id:
         click.echo(f"trace: ragline trace {a.trace_id}", err=True)
 
@@ -713,6 +750,7 @@ from .eval import eval_group  # noqa: E402
 from .index_cmd import index_group  # noqa: E402
 from .mcp import mcp_command  # noqa: E402
 from .serve import keys_group, serve_command, trace_command  # noqa: E402
+from .source_cmd import source_group  # noqa: E402
 from .worker import worker_command  # noqa: E402
 
 cli.add_command(eval_group)
@@ -722,6 +760,7 @@ cli.add_command(trace_command)
 cli.add_command(mcp_command)
 cli.add_command(index_group)
 cli.add_command(worker_command)
+cli.add_command(source_group)
 
 
 def main() -> None:

@@ -74,7 +74,75 @@ def render_trace(t: dict[str, Any]) -> str:
             lines.append(f"  claim {mark} {c.get('support')}: {c.get('text', '')[:100]}")
         for n in gen.get("notes", []):
             lines.append(f"  note: {n}")
+    if t.get("agent"):
+        lines += agent_lines(t["agent"])
     timings = t.get("timings_ms") or {}
     if timings:
         lines.append("timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return "\n".join(lines)
+
+
+def agent_lines(a: dict[str, Any]) -> list[str]:
+    """The research loop of a trace: decision, each step, stop reason, usage."""
+    d = a.get("decision") or {}
+    u = a.get("usage") or {}
+    b = a.get("budget") or {}
+    out = [
+        "",
+        f"agent: {d.get('mode', 'on')}  loop: {d.get('loop', True)}  ({d.get('reason', '')})",
+    ]
+    if u:
+        out.append(
+            f"  stop: {a.get('stop_reason')}  steps {u.get('steps')}/{b.get('max_steps')}  "
+            f"model calls {u.get('model_calls')}/{b.get('max_model_calls')}  tokens "
+            f"{u.get('tokens')}/{b.get('max_tokens')}  {u.get('seconds')} s/{b.get('max_seconds')} s"
+        )
+    else:
+        out.append(f"  stop: {a.get('stop_reason')}")
+    for n, q in enumerate(a.get("sub_questions", [])):
+        out.append(f"  sub-question {n}: {q}")
+    for i, s in enumerate(a.get("steps", []), 1):
+        kind = s.get("kind")
+        calls = s.get("model_calls") or []
+        bad = sum(not c.get("ok") for c in calls)
+        llm = f"  [model calls {len(calls)}, {bad} unusable]" if calls else ""
+        ms = f"  {s['ms']:.0f} ms" if isinstance(s.get("ms"), (int, float)) else ""
+        if kind == "plan":
+            out.append(f"  {i}. plan ({s.get('by')}): {s.get('sub_questions')}{llm}{ms}")
+        elif kind == "route":
+            out.append(
+                f"  {i}. route ({s.get('by')}): {s.get('sources')}  scores {s.get('scores')}{llm}{ms}"
+            )
+        elif kind == "search":
+            if s.get("error"):
+                out.append(
+                    f"  {i}. search {s.get('source')}: {s.get('query')!r} FAILED: {s['error']}"
+                )
+                continue
+            v = s.get("verdict") or {}
+            kept = ", ".join(f"c{k['chunk_id']}" for k in s.get("kept", [])) or "-"
+            out.append(
+                f"  {i}. search {s.get('source')}{' (one-shot)' if s.get('seeded') else ''}: "
+                f"{s.get('query')!r}{ms}"
+            )
+            out.append(f"     kept {kept}; dropped {len(s.get('dropped', []))}")
+            out.append(
+                f"     judge ({v.get('by')}): {'enough' if v.get('enough') else 'not enough'}"
+                f" — {v.get('reason')}{llm}"
+            )
+        elif kind == "rewrite":
+            out.append(
+                f"  {i}. rewrite ({s.get('by', 'heuristic')}): {s.get('query')!r} — {s.get('why')}{llm}"
+            )
+        elif kind == "switch":
+            out.append(f"  {i}. switch source {s.get('from', '')} → {s.get('to')}: {s.get('why')}")
+        elif kind == "synthesize":
+            out.append(
+                f"  {i}. synthesize ({s.get('how')}): {s.get('passages')} passages, "
+                f"abstained {s.get('abstained')}{ms}"
+            )
+        else:
+            out.append(f"  {i}. {kind}: {s.get('text', '')}")
+    for n in a.get("notes", []):
+        out.append(f"  note: {n}")
+    return out

@@ -116,6 +116,33 @@ class Settings(BaseModel):
         ge=0,
         description="old versions kept per document (searchable with include_history)",
     )
+    agent: Literal["off", "auto", "on"] = Field(
+        default="off",
+        description="the research loop for ask: off, auto (only when one-shot evidence is weak "
+        "or the question has several parts) or on",
+    )
+    agent_max_steps: int = Field(default=6, ge=1, le=50, description="agent: searches per question")
+    agent_max_model_calls: int | None = Field(
+        default=8, ge=0, description="agent: model calls per question (null: unlimited)"
+    )
+    agent_max_tokens: int | None = Field(
+        default=8000, ge=0, description="agent: model tokens (prompts + replies) per question"
+    )
+    agent_max_seconds: float | None = Field(
+        default=60.0, gt=0, description="agent: wall time per question (checked between steps)"
+    )
+    agent_partial_answers: bool = Field(
+        default=False,
+        description="agent: answer the parts of a question the evidence answers and name the "
+        "others (false: abstain unless every part is answered)",
+    )
+    agent_rewrite_margin: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="agent: added to the evidence threshold when the answer needed more than "
+        "one search (more searches, more passages that merely resemble the question)",
+    )
     traces: bool = Field(default=True, description="store a trace of every search and ask")
     trace_retention_days: float = Field(
         default=30.0, ge=0, description="traces older than this are deleted (0: keep all)"

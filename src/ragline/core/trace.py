@@ -113,6 +113,7 @@ def answer_dict(a: Answer) -> dict[str, Any]:
         ],
         "citations": [citation_dict(c, a.hits) for c in a.citations],
         "trace_id": a.trace_id,
+        **({"agent": dict(a.agent)} if a.agent is not None else {}),
     }
 
 
@@ -235,4 +236,6 @@ def document_ids(trace: Mapping[str, Any]) -> list[int]:
     """Every document a trace mentions (hits, context, citations): purged with them."""
     ids = {h["document_id"] for h in trace.get("hits", ()) if h.get("document_id") is not None}
     ids |= {p["document_id"] for p in (trace.get("context") or {}).get("passages", ())}
+    for step in (trace.get("agent") or {}).get("steps", ()):  # evidence kept and dropped
+        ids |= {h["document_id"] for h in (*step.get("kept", ()), *step.get("dropped", ()))}
     return sorted(int(i) for i in ids)

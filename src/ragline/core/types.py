@@ -183,6 +183,9 @@ class Answer:
     """Size of the prompt the generator read, in its tokens (None: no model call)."""
     trace_id: str | None = None
     """Id of the stored trace of this answer (``ragline trace ID``), when traces are on."""
+    agent: Mapping[str, Any] | None = None
+    """The research loop's summary (decision, stop reason, steps, model calls, tokens,
+    seconds, sources) when the answer came from :meth:`~ragline.index.Index.research`."""
 
     @classmethod
     def abstention(

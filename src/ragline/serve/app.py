@@ -147,10 +147,30 @@ class Server:
         filters: dict[str, Any] | None = None,
         history: list[dict[str, str]] | None = None,
         stream: bool = True,
+        agent: str | None = None,
+        sources: list[str] | None = None,
     ) -> Iterator[str | Answer]:
         """Text pieces, then the checked answer (an abstention on an empty index). The
-        request's size is checked now, before a stream starts (a 422, not an SSE error)."""
+        request's size is checked now, before a stream starts (a 422, not an SSE error).
+        ``agent`` on or auto (default: the ``agent`` setting) answers through the research
+        loop, over ``sources`` the caller may read."""
         self.index.check_size(question, filters or None)
+        if (agent or self.index.settings.agent) != "off" and self.index.collection is not None:
+            t0 = time.perf_counter()
+            a = self.index.research(
+                question,
+                tenant=caller.tenant,
+                groups=caller.groups,
+                agent=agent or self.index.settings.agent,
+                sources=sources,
+                k=k,
+                mode=mode,
+                filters=self.view.filters_in(filters, caller.tenant) or None,
+                history=history or (),
+                trace_key=caller.key.id,
+            )
+            self.metrics.observe_stages({"ask": (time.perf_counter() - t0) * 1000})
+            return iter([a.text, a])
         return self._ask_items(
             caller, question, k=k, mode=mode, filters=filters, history=history, stream=stream
         )
@@ -397,6 +417,8 @@ def create_app(
             filters=req.filters,
             history=[t.model_dump() for t in req.history],
             stream=stream,
+            agent=req.agent,
+            sources=req.sources,
         )
         if not stream:
             answer = [i for i in items if isinstance(i, Answer)][-1]
@@ -420,6 +442,10 @@ def create_app(
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    @app.get("/v1/sources", tags=["query"], summary="The sources the caller's agent may use")
+    def sources(c: Who) -> dict[str, Any]:
+        return {"sources": srv.index.sources(tenant=c.tenant, groups=c.groups)}
 
     @app.get("/v1/traces", tags=["traces"], summary="The caller's recent traces")
     def traces(c: Who, limit: int = 20) -> dict[str, Any]:

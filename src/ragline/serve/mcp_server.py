@@ -63,6 +63,15 @@ ASK_DESCRIPTION = (
     "use `search` to browse passages or when you need more context than the answer gives."
 )
 
+RESEARCH_DESCRIPTION = (
+    "Research a question that needs several passages or several sources: the server plans "
+    "sub-questions, searches, judges the evidence, rewrites its queries and switches "
+    "between the sources this key may read until the evidence suffices or its budget "
+    "(steps, model calls, tokens, time) is spent, then answers with [n] citations across "
+    "all it found, or abstains and says what is missing. Slower than `ask` (several "
+    "searches); use it for multi-part or multi-hop questions, or when `ask` abstains."
+)
+
 _FILTERS_DESCRIPTION = (
     "Optional metadata filters, all of which must match: language (e.g. 'en'), type "
     "('pdf', 'md', 'html', 'docx', 'txt'), source (path or URL prefix), modified_after / "
@@ -78,6 +87,12 @@ AskK = Annotated[
     Field(ge=1, le=MAX_K, description="How many passages to read (1-50; default 5)."),
 ]
 FilterMap = Annotated[dict[str, str] | None, Field(description=_FILTERS_DESCRIPTION)]
+SourceNames = Annotated[
+    list[Annotated[str, Field(max_length=64)]] | None,
+    Field(
+        max_length=50, description="Only these sources (default: every source this key may read)."
+    ),
+]
 
 
 # -- output schemas (the structured content; keys as in hit_dict / answer_dict) -----------
@@ -151,6 +166,13 @@ class AskOut(TypedDict):
     claims: list[ClaimOut]
     citations: list[CitationOut]
     trace_id: str | None
+
+
+class ResearchOut(AskOut, total=False):
+    """The answer of ``ask``, plus what the research did: its decision, stop reason,
+    steps, model calls, tokens, seconds and the sources the evidence came from."""
+
+    agent: dict[str, Any]
 
 
 # -- the key -------------------------------------------------------------------------
@@ -316,6 +338,41 @@ class RaglineTools:
         data = self.view().answer(answer_dict(a), who.tenant)
         return format_answer(data), data
 
+    def research(
+        self,
+        question: str,
+        sources: list[str] | None = None,
+        filters: dict[str, str] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        question = _clean_text(question, "question")
+        filters = _clean_filters(filters)
+        for name in sources or ():
+            _clean_text(name, "source name")
+        who = self.caller()
+        idx = self.index()
+        if not question.strip():
+            raise ConfigError("the question is empty; pass the question to answer")
+        if idx.collection is None:
+            idx.check_size(question, filters)
+            a = nothing_ingested(question)
+        else:
+            a = idx.research(
+                question,
+                tenant=who.tenant,
+                groups=who.groups,
+                sources=sources or None,
+                filters=filters,
+                trace_key=who.id,
+            )
+        data = self.view().answer(answer_dict(a), who.tenant)
+        text = format_answer(data)
+        if a.agent:
+            text += (
+                f"\n\nResearch: {a.agent.get('steps')} search(es), stopped: "
+                f"{a.agent.get('stop_reason')}; sources: {', '.join(a.agent.get('sources', [])) or '-'}"
+            )
+        return text, data
+
     def close(self) -> None:
         """Close the indexes this object opened (not the one it was given)."""
         for idx in self._reopened:
@@ -336,7 +393,7 @@ def _run(fn: Any, *args: Any) -> CallToolResult:
 
 
 def build_server(tools: RaglineTools, *, name: str = "ragline") -> MCPServer[Any]:
-    """An MCP server with the ``search`` and ``ask`` tools of ``tools``."""
+    """An MCP server with the ``search``, ``ask`` and ``research`` tools of ``tools``."""
     from .. import __version__
 
     server: MCPServer[Any] = MCPServer(
@@ -358,8 +415,20 @@ def build_server(tools: RaglineTools, *, name: str = "ragline") -> MCPServer[Any
     server.add_tool(
         search, title="Search documents", description=SEARCH_DESCRIPTION, annotations=read_only
     )
+
+    def research(
+        question: Question, sources: SourceNames = None, filters: FilterMap = None
+    ) -> Annotated[CallToolResult, ResearchOut]:
+        return _run(tools.research, question, sources, filters)
+
     server.add_tool(
         ask, title="Ask the documents", description=ASK_DESCRIPTION, annotations=read_only
+    )
+    server.add_tool(
+        research,
+        title="Research across sources",
+        description=RESEARCH_DESCRIPTION,
+        annotations=read_only,
     )
     return server
 

@@ -28,6 +28,8 @@ from .auth import Who
 log = logging.getLogger("ragline.serve")
 MODEL_ID = "ragline"
 _TEXT_PARTS = ("text", "input_text")
+AGENT_MODEL_ID = "ragline-agent"
+"""The model name that answers through the research loop (agent = on)."""
 _FOOTER = re.compile(r"\n\nSources:\n(?:\[\d+\][^\n]*\n?)+\Z")
 
 
@@ -123,7 +125,7 @@ def with_footer(text: str, sources: list[dict[str, Any]]) -> str:
 
 
 def add_chat_routes(app: FastAPI, srv: Any) -> None:
-    model_ids = [MODEL_ID, srv.index.settings.collection]
+    model_ids = [MODEL_ID, AGENT_MODEL_ID, srv.index.settings.collection]
 
     @app.get("/v1/models", tags=["openai"], summary="The models this server answers as")
     def models(_c: Who) -> dict[str, Any]:
@@ -147,7 +149,8 @@ def add_chat_routes(app: FastAPI, srv: Any) -> None:
                 404, f"model {req.model!r} does not exist; use one of: {', '.join(model_ids)}"
             )
         question, history = split_messages(req.messages)
-        items = srv.ask_items(c, question, history=history, stream=req.stream)
+        agent = "on" if req.model == AGENT_MODEL_ID else None  # the research loop
+        items = srv.ask_items(c, question, history=history, stream=req.stream, agent=agent)
         created = int(time.time())
         shown = _Shown(srv.view, c.tenant)
         if not req.stream:

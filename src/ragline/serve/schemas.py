@@ -57,6 +57,12 @@ class AskRequest(BaseModel):
     filters: dict[Text, FilterValue] = Field(default_factory=dict)
     history: list[Turn] = Field(default_factory=list, max_length=50)
     stream: bool = Field(default=False, description="Server-sent events: delta…, then answer")
+    agent: Literal["off", "auto", "on"] | None = Field(
+        default=None, description="The research loop: off, auto or on (default: the server's)"
+    )
+    sources: list[Text] | None = Field(
+        default=None, max_length=50, description="Sources the agent may route to (GET /v1/sources)"
+    )
 
 
 class SyncRequest(BaseModel):

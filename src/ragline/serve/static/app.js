@@ -294,12 +294,13 @@
     $("answer-status").textContent = status;
     $("answer-body").setAttribute("aria-busy", "false");
   }
-  async function ask(question) {
-    const ctl = begin(question, "Searching your documents…");
+  async function ask(question, agent) {
+    const ctl = begin(question, agent ? "Researching: searching, judging, rewriting…" : "Searching your documents…");
     const streamed = el("p", { class: "answer-text streaming" });
     $("answer-body").append(streamed);
     try {
-      const res = await api("/v1/ask", { method: "POST", json: { question, stream: true }, signal: ctl.signal });
+      const body = agent ? { question, stream: true, agent } : { question, stream: true };
+      const res = await api("/v1/ask", { method: "POST", json: body, signal: ctl.signal });
       let answer = null;
       for await (const ev of events(res)) {
         if (ev.event === "delta") {
@@ -546,6 +547,38 @@
       }),
       timings && timings.total != null ? el("p", { class: "muted small" }, `Total ${fmtMs(timings.total)}`) : null);
   }
+  // the research loop: its decision, each step (queries, sources, evidence kept and
+  // dropped, the judge's verdict and gaps, model calls, time), the stop reason and usage
+  function agentSteps(a) {
+    const d = a.decision || {}, u = a.usage || {}, b = a.budget || {};
+    const calls = (s) => (s.model_calls || []).length
+      ? ` · model calls ${(s.model_calls || []).length} (${(s.model_calls || []).filter((c) => !c.ok).length} unusable)` : "";
+    const ms = (s) => (s.ms != null ? ` · ${fmtMs(s.ms)}` : "");
+    const step = (s) => {
+      if (s.kind === "plan") return el("li", { "data-kind": "plan" }, el("strong", {}, `Plan (${s.by})`), ms(s), calls(s),
+        el("ol", { class: "small" }, (s.sub_questions || []).map((q) => el("li", {}, q))));
+      if (s.kind === "route") return el("li", { "data-kind": "route" }, el("strong", {}, `Route (${s.by}): `),
+        (s.sources || []).join(", "), el("span", { class: "muted small" }, ` scores ${JSON.stringify(s.scores || {})}`), calls(s));
+      if (s.kind === "search") {
+        if (s.error) return el("li", { "data-kind": "search", class: "warn" }, el("strong", {}, `Search ${s.source}: `), `“${s.query}” failed: ${s.error}`);
+        const v = s.verdict || {};
+        return el("li", { "data-kind": "search" }, el("strong", {}, `Search ${s.source}${s.seeded ? " (one-shot)" : ""}: `), `“${s.query}”`, ms(s),
+          el("div", { class: "small" }, `kept ${(s.kept || []).map((k) => k.doc_key).join(", ") || "—"} · dropped ${(s.dropped || []).length}`),
+          el("div", { class: v.enough ? "small" : "small warn" }, `judge (${v.by}): ${v.enough ? "enough" : "not enough"} — ${v.reason || ""}`, calls(s)));
+      }
+      if (s.kind === "rewrite") return el("li", { "data-kind": "rewrite" }, el("strong", {}, `Rewrite (${s.by || "heuristic"}): `),
+        s.query ? `“${s.query}”` : "none", el("span", { class: "muted small" }, ` ${s.why || ""}`), calls(s));
+      if (s.kind === "switch") return el("li", { "data-kind": "switch" }, el("strong", {}, "Switch source: "), `${s.from || ""} → ${s.to} (${s.why || ""})`);
+      if (s.kind === "synthesize") return el("li", { "data-kind": "synthesize" }, el("strong", {}, "Synthesize: "),
+        `${s.passages} passages, ${s.how}${s.abstained ? ", abstained" : ""}`, ms(s));
+      return el("li", { "data-kind": s.kind }, s.text || s.kind);
+    };
+    return el("section", { id: "trace-agent" }, el("h3", { class: "sub" }, "Research steps"),
+      el("p", { class: "muted small" }, `agent ${d.mode || "on"} · ${d.loop === false ? "one-shot" : "loop"} (${d.reason || ""}) · stop: ${a.stop_reason}`,
+        u.steps != null ? ` · steps ${u.steps}/${b.max_steps} · model calls ${u.model_calls}/${b.max_model_calls ?? "∞"} · tokens ${u.tokens}/${b.max_tokens ?? "∞"} · ${u.seconds} s` : ""),
+      el("ol", { class: "agent-steps" }, (a.steps || []).map(step)),
+      (a.notes || []).length ? el("ul", { class: "notes" }, a.notes.map((n) => el("li", {}, n))) : null);
+  }
   function renderTrace(t) {
     const hits = t.hits || [];
     const hitIds = new Set(hits.map((h) => h.chunk_id));
@@ -594,6 +627,7 @@
             el("td", { class: "num" }, p.tokens == null ? "—" : p.tokens),
             el("td", { class: "mono small" }, (p.merged_chunks || []).join(", ") || "—"))))),
         (ctx.dropped || []).length ? el("p", { class: "warn small" }, `Dropped for the budget: chunks ${ctx.dropped.join(", ")}`) : null) : null,
+      t.agent ? agentSteps(t.agent) : null,
       gen ? el("section", {}, el("h3", { class: "sub" }, "Generation"),
         el("p", { class: "muted small" }, `Generator ${gen.generator || gen.model || "—"}`,
           gen.prompt_tokens != null ? ` · ${gen.prompt_tokens} prompt tokens` : "",
@@ -655,7 +689,7 @@
       if (!q) return;
       const mode = new FormData(ev.currentTarget).get("mode");
       $("ask-input").value = "";
-      if (mode === "search") search(q); else ask(q);
+      if (mode === "search") search(q); else ask(q, mode === "research" ? "on" : null);
     });
     $("ask-input").addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
@@ -665,7 +699,7 @@
     });
     for (const r of document.querySelectorAll('#ask-form input[name="mode"]')) {
       r.addEventListener("change", () => {
-        $("ask-submit").textContent = r.value === "search" && r.checked ? "Search" : "Ask";
+        if (r.checked) $("ask-submit").textContent = r.value === "search" ? "Search" : r.value === "research" ? "Research" : "Ask";
       });
     }
     $("passage-close").addEventListener("click", closePassage);
