@@ -111,7 +111,7 @@ def test_killed_build_resumes_without_reembedding_and_live_untouched(live):
     with pytest.raises(ConfigError, match="still building"):
         vs.activate(live.db, "default", 2)
     counting = FakeEmbedder()
-    live.embedder = counting  # the build embeds with the live model: count what it embeds
+    live.binding.embedder = counting  # the build embeds with the live model: count what it embeds
     resumed = build_version(live, chunking="fixed")
     assert resumed["version"] == 2 and resumed["state"] == "ready"
     assert resumed["unchanged"] >= 10  # finished documents were not redone
@@ -221,7 +221,7 @@ def test_sigkilled_build_resumes(live, pg_url, schema):
             (v2.collection.id,),
         ).fetchone()
     counting = FakeEmbedder()
-    live.embedder = counting
+    live.binding.embedder = counting
     resumed = build_version(live, chunking="fixed")
     assert resumed["state"] == "ready" and resumed["version"] == 2
     assert resumed["unchanged"] == stored[0]  # finished documents are not redone

@@ -92,6 +92,30 @@ class Index(ResearchMixin):
         if self.binding.refresh():
             self._searcher = None
 
+    @property
+    def admin(self) -> Any:
+        """Operator work on this index's database (:class:`~ragline.admin.Admin`): keys,
+        index versions, jobs, the installation secret, table rewrites."""
+        from .admin import Admin
+
+        return Admin(self.db, self.settings.collection)
+
+    def languages(self) -> tuple[str, ...]:
+        """The languages of the collection's documents (detected at ingest)."""
+        from .store.bm25 import indexed_languages
+
+        self._refresh()
+        return () if self.collection is None else indexed_languages(self.db, self.collection)
+
+    def document_by_id(self, tenant: str, doc_id: int) -> Any:
+        """The current document with internal id ``doc_id`` of ``tenant`` (None: none)."""
+        from .store.documents import get_document_by_id
+
+        self._refresh()
+        if self.collection is None:
+            return None
+        return get_document_by_id(self.db, self.collection, tenant, doc_id)
+
     # -- traces (see :class:`~ragline.tracing.TraceRecorder`) --------------------------
     def trace(self, trace_id: str, **who: Any) -> dict[str, Any] | None:
         """A stored trace the caller may read (:meth:`TraceRecorder.trace`)."""
@@ -318,12 +342,16 @@ class Index(ResearchMixin):
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
         """Delete a document (by path or doc key) and everything derived from it."""
+        return self.delete_keys(self._keys_for(doc), tenant=tenant)
+
+    def delete_keys(self, doc_keys: Iterable[str], *, tenant: str = "default") -> int:
+        """Delete documents by their exact keys; the number of versions removed."""
         from .store.documents import delete_document
 
-        removed = 0
-        for key in self._keys_for(doc):
-            removed += delete_document(self.db, self.collection, tenant, key)
-        return removed
+        self._refresh()
+        if self.collection is None:
+            return 0
+        return sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
 
     def purge(
         self, doc: str | Path, *, tenant: str = "default", erase: bool | None = None

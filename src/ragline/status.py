@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .store.collections import collection_overview
 from .store.freshness import freshness
 from .store.versions import list_versions
 
@@ -17,18 +18,13 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
             "documents": 0,
             "chunks": 0,
         }
-    with index.db.connection() as conn:
-        docs, chunks = conn.execute(
-            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents WHERE collection_id = %s AND is_current",
-            (index.collection.id,),
-        ).fetchone()
-        tenants = conn.execute(
-            "SELECT tenant, count(*) FROM documents WHERE collection_id = %s AND is_current GROUP BY tenant ORDER BY tenant",
-            (index.collection.id,),
-        ).fetchall()
-        cache = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-        version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
-        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    over = collection_overview(index.db, index.collection.id)
+    docs, chunks, size = over["documents"], over["chunks"], over["size_bytes"]
+    tenants, cache, version = (
+        over["tenants"],
+        over["embedding_cache_entries"],
+        over["schema_version"],
+    )
     return {
         "collection": index.collection.name,
         "embedder": index.collection.embedder,
@@ -38,7 +34,7 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
         "chunker": index.collection.chunker,
         "documents": docs,
         "chunks": int(chunks),
-        "tenants": {t: n for t, n in tenants},
+        "tenants": tenants,
         "embedding_cache_entries": cache,
         "schema_version": version,
         "database": index.settings.database_url

@@ -54,12 +54,9 @@ def _open(obj: Any, index_version: int | None, overrides: dict[str, Any]) -> Any
     index = obj.index(**overrides)
     if index_version is None:
         return index
-    from ..store.versions import get_version, list_versions
-
-    name = index.settings.collection
-    if index_version == 1 and not list_versions(index.db, name):
+    if index_version == 1 and not index.admin.versions():
         return index  # never versioned: version 1 is the collection itself
-    version = get_version(index.db, name, index_version)  # NotFoundError lists the versions
+    version = index.admin.version(index_version)  # NotFoundError lists the versions
     if index.collection is not None and index.collection.id == version.collection.id:
         return index
     # the version's own embedder and chunking, as `ragline index compare` opens it

@@ -12,16 +12,6 @@ from .common import echo_json as _echo_json
 from .common import json_option as _json
 
 
-def _counts(db: Any, collection_id: int) -> tuple[int, int]:
-    with db.connection() as conn:
-        r = conn.execute(
-            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents "
-            "WHERE collection_id = %s AND is_current",
-            (collection_id,),
-        ).fetchone()
-    return int(r[0]), int(r[1])
-
-
 @click.group("index")
 def index_group() -> None:
     """Index versions: build one beside the live version (another embedder or chunking),
@@ -33,13 +23,8 @@ def index_group() -> None:
 @click.pass_obj
 def index_list(obj: Any, as_json: bool) -> None:
     """The collection's index versions and which one is active."""
-    from ..store.versions import list_versions
-
     index = obj.index()
-    rows = [
-        v.to_dict(*_counts(index.db, v.collection.id))
-        for v in list_versions(index.db, index.settings.collection)
-    ]
+    rows = [v.to_dict(*index.admin.counts(v.collection.id)) for v in index.admin.versions()]
     if as_json:
         _echo_json({"collection": index.settings.collection, "versions": rows})
         return
@@ -89,7 +74,7 @@ def index_build(
     from .main import _progress_bar
 
     index = obj.index()
-    total = _counts(index.db, index.collection.id)[0] if index.collection else 0
+    total = index.admin.counts(index.collection.id)[0] if index.collection else 0
     bar, on_progress, _on_stage = _progress_bar(total, progress)
     try:
         result = build_version(
@@ -122,10 +107,7 @@ def index_build(
 @click.pass_obj
 def index_activate(obj: Any, version: int, force: bool, as_json: bool) -> None:
     """Make VERSION the one that answers queries (one transaction)."""
-    from ..store.versions import activate
-
-    index = obj.index()
-    v = activate(index.db, index.settings.collection, version, force=force)
+    v = obj.index().admin.activate(version, force=force)
     _done(v, as_json)
 
 
@@ -134,10 +116,7 @@ def index_activate(obj: Any, version: int, force: bool, as_json: bool) -> None:
 @click.pass_obj
 def index_rollback(obj: Any, as_json: bool) -> None:
     """Re-activate the version that was active before the current one."""
-    from ..store.versions import rollback
-
-    index = obj.index()
-    _done(rollback(index.db, index.settings.collection), as_json)
+    _done(obj.index().admin.rollback(), as_json)
 
 
 def _done(v: Any, as_json: bool) -> None:
@@ -153,10 +132,7 @@ def _done(v: Any, as_json: bool) -> None:
 @click.pass_obj
 def index_drop(obj: Any, version: int, as_json: bool) -> None:
     """Delete an inactive version and everything stored in it."""
-    from ..store.versions import drop
-
-    index = obj.index()
-    drop(index.db, index.settings.collection, version)
+    obj.index().admin.drop(version)
     if as_json:
         _echo_json({"dropped": version})
     else:
@@ -170,17 +146,16 @@ def index_compact(obj: Any, as_json: bool) -> None:
     """Rewrite the tables that hold document text, so that no byte of a deleted or purged
     document stays in the database files (what purge does at once unless purge_rewrite is
     false). Queries wait while a table is rewritten: run it off-peak."""
+    from ..admin import Admin
     from ..core.settings import Settings
-    from ..store.db import resolve_database
-    from ..store.erasure import erase_dead_rows
 
     # the database alone: no model to load, whatever the collections were built with
     s = Settings.resolve(obj.settings_file, data_dir=obj.data_dir, collection=obj.collection)
-    db = resolve_database(s.database_url or s.data_dir, schema=s.db_schema, max_size=1)
+    admin = Admin.open(s)
     try:
-        out = erase_dead_rows(db)
+        out = admin.erase_dead_rows()
     finally:
-        db.close()
+        admin.close()
     if as_json:
         _echo_json(out)
     else:

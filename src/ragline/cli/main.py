@@ -574,15 +574,13 @@ def purge(obj: _Ctx, docs: tuple[str, ...], tenant: str, as_json: bool) -> None:
     cite them, cached vectors, their names in job records, and every byte of them in the
     database files (the tables are rewritten once, after the last document: this takes
     time in proportion to the collection and makes queries wait meanwhile)."""
-    from ..store.erasure import erase_dead_rows
-
     index = obj.index()
     result = {d: index.purge(d, tenant=tenant, erase=False) for d in docs}
     missing = [d for d, r in result.items() if r["versions"] == 0]
     purged = len(missing) < len(docs)
     mb = index.settings.purge_rewrite_max_mb
     erasure = (
-        erase_dead_rows(index.db, max_bytes=None if mb is None else mb << 20)
+        index.admin.erase_dead_rows(max_bytes=None if mb is None else mb << 20)
         if purged and index.settings.purge_rewrite
         else None
     )
@@ -717,16 +715,16 @@ def server() -> None:
 @click.pass_obj
 def server_start(obj: _Ctx) -> None:
     """Start the embedded server (done automatically on first use)."""
-    from ..store.server import ensure_server
+    from ..admin import start_server
 
-    click.echo(ensure_server(obj.data_path()))
+    click.echo(start_server(obj.data_path()))
 
 
 @server.command("stop")
 @click.pass_obj
 def server_stop(obj: _Ctx) -> None:
     """Stop the embedded server cleanly."""
-    from ..store.server import stop_server
+    from ..admin import stop_server
 
     click.echo("stopped" if stop_server(obj.data_path()) else "not running")
 
@@ -736,7 +734,7 @@ def server_stop(obj: _Ctx) -> None:
 @click.pass_obj
 def server_status(obj: _Ctx, as_json: bool) -> None:
     """Whether the embedded server runs, its pid and connection URI."""
-    from ..store.server import server_info
+    from ..admin import server_info
 
     info = server_info(obj.data_path())
     d = {"data_dir": str(info.data_dir), "running": info.running, "pid": info.pid, "uri": info.uri}

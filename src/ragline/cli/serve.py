@@ -158,10 +158,8 @@ def keys_create(
     as_json: bool,
 ) -> None:
     """Create a key; it is printed once and only its hash is kept."""
-    from ..store.keys import create_key
-
-    key, rec = create_key(
-        obj.index().db, tenant=tenant, groups=groups, admin=admin, name=name, rate_limit=rate_limit
+    key, rec = obj.index().admin.create_key(
+        tenant=tenant, groups=groups, admin=admin, name=name, rate_limit=rate_limit
     )
     if as_json:
         _echo_json({"key": key, **rec.to_dict()})
@@ -182,9 +180,7 @@ def keys_create(
 @click.pass_obj
 def keys_list(obj: Any, tenant: str | None, show_revoked: bool, as_json: bool) -> None:
     """Keys with their tenant, groups and role (never the key itself)."""
-    from ..store.keys import list_keys
-
-    keys = list_keys(obj.index().db, tenant, revoked=show_revoked)
+    keys = obj.index().admin.list_keys(tenant, revoked=show_revoked)
     if as_json:
         _echo_json({"keys": [k.to_dict() for k in keys]})
         return
@@ -205,9 +201,8 @@ def keys_list(obj: Any, tenant: str | None, show_revoked: bool, as_json: bool) -
 def keys_revoke(obj: Any, key_id: str, as_json: bool) -> None:
     """Revoke a key by id or prefix (see ragline keys list); it stops working at once."""
     from ..core.errors import NotFoundError
-    from ..store.keys import revoke_key
 
-    if not revoke_key(obj.index().db, key_id):
+    if not obj.index().admin.revoke_key(key_id):
         raise NotFoundError(f"no live key {key_id!r} (see: ragline keys list)")
     if as_json:
         _echo_json({"revoked": key_id})

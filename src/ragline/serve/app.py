@@ -28,9 +28,6 @@ from fastapi.staticfiles import StaticFiles
 from ..core.errors import AccessError, ConfigError, LimitError, NotFoundError, RaglineError
 from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import Answer
-from ..store import jobs as jobstore
-from ..store.keys import create_key, list_keys, lookup_key, revoke_key
-from ..store.secrets import installation_secret
 from .auth import Admin, Caller, RateLimiter, Who, retry_after
 from .folders import SyncRoots, Uploads
 from .guards import Guard, security_headers
@@ -76,15 +73,15 @@ class Server:
         rate_limit: int | None = None,
     ) -> None:
         self.index = index
-        self.db = index.db
         self.sync_roots = SyncRoots(sync_roots)
         self.upload_dir = Path(upload_dir or tempfile.mkdtemp(prefix="ragline-uploads-"))
         self.uploads = Uploads(self.upload_dir)
         self.rate_limit = rate_limit or index.settings.rate_limit
         self.limiter = RateLimiter()
         self.jobs = JobRunner(index)
-        self.metrics = Metrics(lambda: jobstore.queue_counts(self.db))
-        self.view = PublicView(IdCodec(installation_secret(self.db)), self.sync_roots.roots)
+        self.admin = index.admin
+        self.metrics = Metrics(self.admin.queue_counts)
+        self.view = PublicView(IdCodec(self.admin.installation_secret()), self.sync_roots.roots)
 
     # -- identity -------------------------------------------------------------------
     def caller(
@@ -104,7 +101,7 @@ class Server:
                 "(create one with: ragline keys create --tenant NAME)",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-        rec = lookup_key(self.db, key)
+        rec = self.admin.lookup_key(key)
         if rec is None:
             raise HTTPException(
                 401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}
@@ -223,13 +220,8 @@ class Server:
 
     def document(self, caller: Caller, doc_id: str) -> Any:
         """The document a public id names, if the caller may read it (404 otherwise)."""
-        from ..store.documents import get_document_by_id
-
-        self.index._refresh()
-        d = None
         n = self.view.internal("doc", doc_id)
-        if self.index.collection is not None and n is not None:
-            d = get_document_by_id(self.db, self.index.collection, caller.tenant, n)
+        d = self.index.document_by_id(caller.tenant, n) if n is not None else None
         if d is None or not self.visible(caller, d.groups):
             raise HTTPException(404, f"no document {doc_id[:64]}")
         return d
@@ -279,9 +271,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         srv.jobs.start()
-        srv.uploads.sweep(
-            lambda job_id, t: (jobstore.get_job(srv.db, job_id, t) or {}).get("status")
-        )
+        srv.uploads.sweep(lambda job_id, t: (srv.admin.job(job_id, t) or {}).get("status"))
         if index.embedder is not None and hasattr(index.embedder, "warm_up"):
             index.embedder.warm_up()
         if index.settings.query_languages == "detected" and _multilingual(index):
@@ -360,8 +350,7 @@ def create_app(
     @app.get("/ready", tags=["health"], summary="The database answers", responses={503: {}})
     def ready() -> Any:
         try:
-            with srv.db.connection() as conn:
-                conn.execute("SELECT 1")
+            srv.admin.ping()
         except Exception as exc:
             return _error(503, f"database not reachable: {type(exc).__name__}", "unavailable_error")
         return {"status": "ready", "collection": index.settings.collection}
@@ -486,15 +475,13 @@ def create_app(
 
     @app.delete("/v1/documents/{doc_id}", tags=["documents"], summary="Delete (admin)")
     def delete_document(doc_id: str, c: Admin, purge: bool = False) -> dict[str, Any]:
-        from ..store.documents import delete_document as delete
-
         d = srv.document(c, doc_id)
         public = srv.view.id("doc", d.id)
         if purge:
             return {"deleted": public, **index.purge_keys([d.doc_key], tenant=c.tenant)}
         return {
             "deleted": public,
-            "versions": delete(srv.db, index.collection, c.tenant, d.doc_key),
+            "versions": index.delete_keys([d.doc_key], tenant=c.tenant),
         }
 
     @app.post(
@@ -543,12 +530,12 @@ def create_app(
     # name every document of the job, whatever its groups
     @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs (admin)")
     def jobs(c: Admin) -> dict[str, Any]:
-        return {"jobs": [srv.job(c, j) for j in jobstore.list_jobs(srv.db, c.tenant)]}
+        return {"jobs": [srv.job(c, j) for j in srv.admin.jobs(c.tenant)]}
 
     @app.get("/v1/jobs/{job_id}", tags=["documents"], summary="One ingest job (admin)")
     def job(job_id: str, c: Admin) -> dict[str, Any]:
         n = srv.view.internal("job", job_id)
-        j = jobstore.get_job(srv.db, n, c.tenant) if n is not None else None
+        j = srv.admin.job(n, c.tenant) if n is not None else None
         if j is None:
             raise HTTPException(404, f"no job {job_id[:64]}")
         return srv.job(c, j)
@@ -556,8 +543,7 @@ def create_app(
     # -- keys -------------------------------------------------------------------------
     @app.post("/v1/keys", tags=["identity"], status_code=201, summary="Create a key (admin)")
     def new_key(req: KeyRequest, c: Admin) -> dict[str, Any]:
-        key, rec = create_key(
-            srv.db,
+        key, rec = srv.admin.create_key(
             tenant=c.tenant,
             groups=req.groups,
             admin=req.admin,
@@ -568,12 +554,12 @@ def create_app(
 
     @app.get("/v1/keys", tags=["identity"], summary="The tenant's keys (admin)")
     def keys(c: Admin) -> dict[str, Any]:
-        return {"keys": [srv.key(k) for k in list_keys(srv.db, c.tenant)]}
+        return {"keys": [srv.key(k) for k in srv.admin.list_keys(c.tenant)]}
 
     @app.delete("/v1/keys/{key_id}", tags=["identity"], summary="Revoke a key (admin)")
     def revoke(key_id: str, c: Admin) -> dict[str, Any]:
         n = srv.view.internal("key", key_id)
-        if n is None or not (0 < n < 2**31) or not revoke_key(srv.db, n, tenant=c.tenant):
+        if n is None or not (0 < n < 2**31) or not srv.admin.revoke_key(n, tenant=c.tenant):
             raise HTTPException(404, f"no key {key_id[:64]}")
         return {"revoked": key_id}
 
@@ -601,15 +587,7 @@ SERVE_CONFIG_ENV = "RAGLINE_SERVE_CONFIG"
 def _multilingual(index: Any) -> bool:
     """Whether the collection holds documents in more than one language, so that its
     queries go through language detection (see ``MultiAnalyzer.query_analysis``)."""
-    if index.collection is None:
-        return False
-    with index.db.connection() as conn:
-        n = conn.execute(
-            "SELECT count(DISTINCT language) FROM bm25_languages WHERE collection_id = %s "
-            "AND language NOT IN ('', 'und') AND n_chunks > 0",
-            (index.collection.id,),
-        ).fetchone()[0]
-    return int(n) > 1
+    return len(index.languages()) > 1
 
 
 def app_from_env() -> FastAPI:

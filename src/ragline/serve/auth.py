@@ -16,8 +16,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from ..admin import ApiKey
 from ..core.types import Principal
-from ..store.keys import ApiKey
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..store.jobs import abandon_unfinished, create_job, update_job
-
 log = logging.getLogger("ragline.serve")
 _PROCESS_START = datetime.now(UTC)
 
@@ -41,11 +39,12 @@ class JobRunner:
 
     def __init__(self, index: Any) -> None:
         self.index = index
+        self.admin = index.admin
         self._queue: queue.Queue[tuple[int, Callable[[int], dict[str, Any]]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        abandon_unfinished(self.index.db, before=_PROCESS_START)
+        self.admin.abandon_unfinished(before=_PROCESS_START)
         self._thread = threading.Thread(target=self._work, name="ragline-jobs", daemon=True)
         self._thread.start()
 
@@ -60,11 +59,10 @@ class JobRunner:
             if item is None:
                 return
             job_id, run = item
-            update_job(self.index.db, job_id, status="running", started_at=True)
+            self.admin.update_job(job_id, status="running", started_at=True)
             try:
                 result = run(job_id)
-                update_job(
-                    self.index.db,
+                self.admin.update_job(
                     job_id,
                     status="done",
                     finished_at=True,
@@ -73,8 +71,7 @@ class JobRunner:
                 )
             except Exception as exc:  # the job fails, the server goes on
                 log.exception("ingest job %s failed", job_id)
-                update_job(
-                    self.index.db,
+                self.admin.update_job(
                     job_id,
                     status="failed",
                     finished_at=True,
@@ -82,7 +79,7 @@ class JobRunner:
                 )
 
     def _progress(self, job_id: int) -> JobProgress:
-        return JobProgress(self.index.db, job_id)
+        return JobProgress(self.admin, job_id)
 
     def submit_files(
         self,
@@ -107,9 +104,7 @@ class JobRunner:
                 if cleanup is not None:
                     cleanup()
             return enqueue_uploads(self.index, tenant, groups, data, metadata=metadata)
-        job = create_job(
-            self.index.db, tenant, "upload", len(files), {"files": [n for n, _ in files]}
-        )
+        job = self.admin.create_job(tenant, "upload", len(files), {"files": [n for n, _ in files]})
 
         def run(job_id: int) -> dict[str, Any]:
             from ..core.errors import ParseError
@@ -168,7 +163,7 @@ class JobRunner:
             return enqueue_sync(
                 self.index, tenant, groups, folder, strict=True, max_files=max_files, total=total
             )
-        job = create_job(self.index.db, tenant, "sync", total, {"folder": str(folder)})
+        job = self.admin.create_job(tenant, "sync", total, {"folder": str(folder)})
 
         def run(job_id: int) -> dict[str, Any]:
             report = self.index.sync(
@@ -197,8 +192,8 @@ class JobProgress:
     ``done`` (written, unchanged, skipped or failed: the ``done`` column). Called from the
     ingest thread and its writer thread."""
 
-    def __init__(self, db: Any, job_id: int) -> None:
-        self.db, self.job_id = db, job_id
+    def __init__(self, admin: Any, job_id: int) -> None:
+        self.admin, self.job_id = admin, job_id
         self.counts = {"parsed": 0, "chunks": 0, "embedded": 0, "written": 0, "done": 0}
         self._lock = threading.Lock()
         self._last = 0.0
@@ -222,6 +217,6 @@ class JobProgress:
             self._write()
 
     def _write(self) -> None:
-        update_job(
-            self.db, self.job_id, done=self.counts["done"], detail={"progress": dict(self.counts)}
+        self.admin.update_job(
+            self.job_id, done=self.counts["done"], detail={"progress": dict(self.counts)}
         )

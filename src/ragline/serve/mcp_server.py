@@ -15,7 +15,6 @@ JSON shapes of the HTTP API (:func:`ragline.core.trace.hit_dict`,
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,10 +24,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it for TypedDict schemas before 3.12
 
+from ..admin import ApiKey
 from ..core.errors import ConfigError, RaglineError
 from ..core.trace import answer_dict, nothing_ingested, search_dict
 from ..core.types import breadcrumb
-from ..store.keys import ApiKey, lookup_key
 from .public import PublicView
 
 log = logging.getLogger("ragline.mcp")
@@ -259,36 +258,23 @@ class RaglineTools:
     def __init__(self, index: Any, api_key: str) -> None:
         self._index = index
         self._key = api_key
-        self._lock = threading.Lock()
-        self._reopened: list[Any] = []
         self._view: PublicView | None = None
 
     def view(self) -> PublicView:
         """What the tools show: ids encrypted, no server paths, inert answer markup."""
         if self._view is None:
-            from ..store.secrets import installation_secret
             from .ids import IdCodec
 
-            self._view = PublicView(IdCodec(installation_secret(self._index.db)))
+            self._view = PublicView(IdCodec(self._index.admin.installation_secret()))
         return self._view
 
     def index(self) -> Any:
-        """The index; reopened once documents exist if it was empty when the server started
-        (the embedding model of an empty collection is chosen by its first ingest)."""
-        with self._lock:
-            idx = self._index
-            if idx.collection is None:
-                from ..store.versions import active_collection
-
-                if active_collection(idx.db, idx.settings.collection) is not None:
-                    idx = type(idx)(idx.settings)
-                    self._reopened.append(idx)
-                    self._index = idx
-            return idx
+        """The index (it binds to the collection by itself once a first ingest creates it)."""
+        return self._index
 
     def caller(self) -> ApiKey:
         """The key's current record; an error once the key is revoked."""
-        rec = lookup_key(self.index().db, self._key)
+        rec = self.index().admin.lookup_key(self._key)
         if rec is None:
             raise ConfigError(
                 "this server's API key is no longer valid (revoked or deleted); restart "
@@ -374,10 +360,7 @@ class RaglineTools:
         return text, data
 
     def close(self) -> None:
-        """Close the indexes this object opened (not the one it was given)."""
-        for idx in self._reopened:
-            idx.close()
-        self._reopened.clear()
+        """Nothing to close: the index is the caller's."""
 
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -435,7 +418,7 @@ def build_server(tools: RaglineTools, *, name: str = "ragline") -> MCPServer[Any
 
 def check_key(index: Any, key: str, origin: str) -> ApiKey:
     """The live record of ``key``, or a ConfigError saying where the bad key came from."""
-    rec = lookup_key(index.db, key)
+    rec = index.admin.lookup_key(key)
     if rec is None:
         raise ConfigError(
             f"the API key from {origin} is invalid or revoked; create one with "

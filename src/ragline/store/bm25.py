@@ -83,6 +83,17 @@ def visible_classes(
     return [int(r[0]) for r in rows], sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
 
 
+def indexed_languages(db: Database, collection: Collection) -> tuple[str, ...]:
+    """The languages the collection's chunks are in (any tenant; from the classes' counts)."""
+    with db.connection() as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT language FROM bm25_languages WHERE collection_id = %s "
+            "AND language NOT IN ('', 'und') AND n_chunks > 0 ORDER BY language",
+            (collection.id,),
+        ).fetchall()
+    return tuple(r[0] for r in rows)
+
+
 def visible_languages(
     db: Database, collection: Collection, principal: Principal, include_history: bool = False
 ) -> tuple[str, ...]:

@@ -184,3 +184,37 @@ def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, f
             t = time.perf_counter()
             build_vector_index(db, col)
             timing["seconds"] = time.perf_counter() - t
+
+
+def collection_counts(db: Database, collection_id: int) -> tuple[int, int]:
+    """(current documents, their chunks) of a collection."""
+    with db.connection() as conn:
+        r = conn.execute(
+            "SELECT count(*), coalesce(sum(n_chunks), 0) FROM documents "
+            "WHERE collection_id = %s AND is_current",
+            (collection_id,),
+        ).fetchone()
+    return int(r[0]), int(r[1])
+
+
+def collection_overview(db: Database, collection_id: int) -> dict[str, Any]:
+    """What ``ragline status`` shows of the database: counts per tenant, cache entries,
+    schema version and size."""
+    docs, chunks = collection_counts(db, collection_id)
+    with db.connection() as conn:
+        tenants = conn.execute(
+            "SELECT tenant, count(*) FROM documents WHERE collection_id = %s AND is_current "
+            "GROUP BY tenant ORDER BY tenant",
+            (collection_id,),
+        ).fetchall()
+        cache = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+        version = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return {
+        "documents": docs,
+        "chunks": chunks,
+        "tenants": {t: n for t, n in tenants},
+        "embedding_cache_entries": cache,
+        "schema_version": version,
+        "size_bytes": size,
+    }
