@@ -394,10 +394,9 @@ def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
         with index.db.connection() as conn:
             conn.autocommit = True
             conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_textsearch'")
-        index.db.close()
+        index.db.close()  # its connections die with the restart; the peer uses its own
         stop_server(data_dir)
         ensure_server(data_dir)
-        index.db.pool.open()
     vocab = {}
     import psycopg
 
@@ -519,6 +518,8 @@ def measure(args, n: int) -> dict:
         print(f"  {args.clients} clients: {out['concurrent']}", flush=True)
     out["client_peak_rss_mb"] = round(client_rss_mb(), 0)
     out["server_pss_mb_after_queries"] = round(pss_mb(server_pids(data_dir)), 0)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"scale-{n}.json").write_text(json.dumps(out, indent=2))  # kept if a peer fails
     if args.peers:
         p = Principal(TENANT, READERS["all"])
         terms = [index.analyzer.query_analysis(q, ["en"], detect=True)[0] for q in queries]

@@ -697,12 +697,11 @@ class Index(ResearchMixin):
         )
         plan, gen = ctx.plan, self._generator(k or self.settings.answer_passages)
         t_gen = time.perf_counter()
-        if self.chat is None:
-            items: Iterable[str | Answer] = [gen.answer(plan.question, ctx.passages)]
-        elif stream:
-            items = gen.stream(plan.question, ctx.passages, history=history)
-        else:
-            items = [gen.answer(plan.question, ctx.passages, history=history)]
+        items: Iterable[str | Answer] = (
+            gen.stream(plan.question, ctx.passages, history=history)
+            if stream
+            else [gen.answer(plan.question, ctx.passages, history=history)]
+        )
         for item in items:
             if isinstance(item, Answer):
                 if plan.notes or plan.question != question:
@@ -718,8 +717,6 @@ class Index(ResearchMixin):
                         trace_key,
                         count_tokens=self._count_tokens,
                     )
-                if stream and self.chat is None:  # the extractive answer comes whole
-                    yield item.text
             yield item
 
     def context(

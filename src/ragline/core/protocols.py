@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -67,8 +67,19 @@ class Reranker(Protocol):
 
 @runtime_checkable
 class Generator(Protocol):
-    """Writes an answer with ``[n]`` citations from retrieved hits, or abstains."""
+    """Writes an answer with ``[n]`` citations from retrieved hits, or abstains.
+
+    ``can_stream``: :meth:`stream` yields text pieces as they are written (a model);
+    otherwise it yields the whole text at once (the extractive answerer). ``history``
+    (earlier turns of a chat) is read by generators that can use it."""
 
     name: str
+    can_stream: bool
 
-    def answer(self, question: str, hits: Sequence[Hit]) -> Answer: ...
+    def answer(
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
+    ) -> Answer: ...
+
+    def stream(
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
+    ) -> Iterator[str | Answer]: ...

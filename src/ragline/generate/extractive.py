@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..analysis.analyzer import FOLDED_SUFFIX, Analyzer, MultiAnalyzer, get_analyzer
@@ -239,7 +239,19 @@ class ExtractiveAnswerer:
         abstains on, and the gate LLM generators use before spending a model call."""
         return self._best(question, _distinct(hits)[: self.max_passages])[1]
 
-    def answer(self, question: str, hits: Sequence[Hit]) -> Answer:
+    can_stream = False  # the answer is chosen whole: stream() yields it at once
+
+    def stream(
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
+    ) -> Iterator[str | Answer]:
+        """The whole answer's text, then the :class:`Answer`."""
+        a = self.answer(question, hits, history=history)
+        yield a.text
+        yield a
+
+    def answer(
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
+    ) -> Answer:
         """Cited sentences from ``hits`` (best first) answering ``question``, or abstention."""
         considered = _distinct(hits)[: self.max_passages]
         picked, evidence = self._best(question, considered)

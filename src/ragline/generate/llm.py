@@ -26,7 +26,8 @@ from typing import Any, Protocol
 
 from ..core.backends import Registry, Spec
 from ..core.errors import ConfigError, MissingDependencyError, RaglineError
-from ..embed.openai_api import _server_message, estimate_tokens, post_with_retries
+from ..embed.openai_api import estimate_tokens
+from ..http import check_base_url, post_with_retries, server_message
 
 Message = Mapping[str, Any]
 """``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -110,8 +111,7 @@ class _HTTPChat:
         backoff_s: float = 0.5,
     ) -> None:
         base_url = base_url or self.default_base_url
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
+        check_base_url(base_url)
         if not model:
             raise ConfigError(f"name the served chat model: {self.prefix}:MODEL@http://host:port")
         if timeout <= 0 or max_retries < 0:
@@ -175,7 +175,7 @@ class _HTTPChat:
             return urllib.request.urlopen(req, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             with exc:
-                message = _server_message(exc.read())
+                message = server_message(exc.read())
             raise LLMError(
                 f"streamed chat request to {self.name} failed: HTTP {exc.code}: {message}"
                 f"{self._hint(exc.code)}",

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -99,8 +99,10 @@ class LLMAnswerer:
             return sources, evidence, self._abstain(question, sources, evidence, note)
         return sources, evidence, None
 
+    can_stream = True
+
     def answer(
-        self, question: str, hits: Sequence[Hit], *, history: Sequence[dict[str, str]] = ()
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
     ) -> Answer:
         sources, evidence, early = self._gated(question, hits)
         if early is not None:
@@ -126,7 +128,7 @@ class LLMAnswerer:
         return sum(self.chat.count_tokens(m["content"]) for m in prompt.messages)
 
     def stream(
-        self, question: str, hits: Sequence[Hit], *, history: Sequence[dict[str, str]] = ()
+        self, question: str, hits: Sequence[Hit], *, history: Sequence[Mapping[str, str]] = ()
     ) -> Iterator[str | Answer]:
         """The model's text as it arrives (already stripped of links), then the checked
         :class:`Answer` (citations resolved at the end)."""

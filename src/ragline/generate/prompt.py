@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.types import ABSTAIN_SENTENCE, Hit, breadcrumb
@@ -155,7 +155,7 @@ def build_prompt(
     question: str,
     hits: Sequence[Hit],
     *,
-    history: Sequence[dict[str, str]] = (),
+    history: Sequence[Mapping[str, str]] = (),
     nonce: str | None = None,
 ) -> Prompt:
     """System rules, then one user message: the delimited sources and the question."""

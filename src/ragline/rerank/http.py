@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, RaglineError
-from ..embed.openai_api import post_with_retries
+from ..http import check_base_url, post_with_retries
 from . import rank_by_scores
 
 if TYPE_CHECKING:
@@ -64,8 +64,7 @@ class HttpReranker:
         batch_size: int | None = None,
         backoff_s: float = 0.5,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
+        check_base_url(base_url)
         if api not in APIS:
             raise ConfigError(f"unknown rerank api {api!r}; choose one of: {', '.join(APIS)}")
         if max_retries < 0 or timeout <= 0 or (batch_size is not None and batch_size < 1):
