@@ -94,3 +94,29 @@ def test_the_cli_still_says_an_empty_collection_is_empty(pg_url, schema, n):
     )
     out = run("search", "x", code=1).output
     assert "ingest documents first" in out
+
+
+def test_the_pdf_password_reaches_the_parsers_not_the_environment(pg_url, schema, tmp_path):
+    """The CLI wrote --pdf-password into os.environ (a global side effect every later
+    ingest of the process inherited); now it travels with the ingest call only."""
+    import os
+    import shutil
+
+    from tests.conftest import SHARED_DATA
+
+    locked = SHARED_DATA / "documents" / "pdf" / "unstructured__password.pdf"
+    if not locked.exists():
+        pytest.skip(f"{locked} is not here (../shared/data)")
+    os.environ.pop("RAGLINE_PDF_PASSWORD", None)
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    shutil.copy(locked, folder / "locked.pdf")
+    run = cli_runner(
+        {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
+    )
+    report = json.loads(run("ingest", str(folder), "--pdf-password", "password", "--json").output)
+    assert len(report["added"]) == 1 and not report["failed"]
+    assert "RAGLINE_PDF_PASSWORD" not in os.environ
+    (folder / "again.pdf").write_bytes(locked.read_bytes())
+    again = json.loads(run("ingest", str(folder / "again.pdf"), "--json", code=1).output)
+    assert "password-protected" in again["failed"][0]["reason"]

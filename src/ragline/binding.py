@@ -126,7 +126,9 @@ class Binding:
                 "(with embedder 'auto' the model is chosen from the first documents)"
             )
 
-    def choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
+    def choose_embedder(
+        self, sources: Iterable[Any], parse_options: dict[str, Any] | None = None
+    ) -> Iterable[Any]:
         """Embedder 'auto': English first documents → MiniLM, any other language → e5.
 
         The (up to five) documents read to decide are handed on parsed, so the ingest
@@ -151,7 +153,7 @@ class Binding:
         text = ""
         parsed: dict[int, Any] = {}
         pool: Any
-        with ParsePool(**self.settings.parse_options()) as pool:
+        with ParsePool(**{**self.settings.parse_options(), **(parse_options or {})}) as pool:
             items = ((i, s.path, s.load if s.path is None else None) for i, s in enumerate(sample))
             for i, doc in pool.imap(items):
                 if not isinstance(doc, Exception):

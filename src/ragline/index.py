@@ -136,6 +136,7 @@ class Index(ResearchMixin):
         metadata: Mapping[str, Any] | None = None,
         on_total: Callable[[int], None] | None = None,
         on_stage: Callable[[str, int], None] | None = None,
+        pdf_password: str | None = None,
     ) -> Any:
         """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
 
@@ -173,6 +174,7 @@ class Index(ResearchMixin):
             on_progress=on_progress,
             metadata=metadata,
             on_stage=on_stage,
+            pdf_password=pdf_password,
         )
 
     def sync(
@@ -229,15 +231,20 @@ class Index(ResearchMixin):
         embed: bool = True,
         metadata: Mapping[str, Any] | None = None,
         on_stage: Callable[[str, int], None] | None = None,
+        pdf_password: str | None = None,
     ) -> Any:
+        """Ingest :class:`~ragline.ingest.sources.Source` values (files, texts, uploads).
+        ``pdf_password`` opens password-protected PDFs (passed to the parser processes
+        only; default: ``RAGLINE_PDF_PASSWORD`` in their environment)."""
         from .store.filters import validate_principal
 
         owner = validate_principal(_principal(tenant, groups))
+        parse = {} if pdf_password is None else {"pdf_password": pdf_password}
         self._refresh()
         if self.collection is None:
-            sources = self.binding.choose_embedder(sources)
+            sources = self.binding.choose_embedder(sources, parse)
         report = self._ingestor(
-            on_progress, embed=embed, metadata=metadata, on_stage=on_stage
+            on_progress, embed=embed, metadata=metadata, on_stage=on_stage, parse=parse
         ).ingest(sources, owner=owner)
         self._record_outcome(owner.tenant, report)
         return report
@@ -319,10 +326,11 @@ class Index(ResearchMixin):
         metadata: Mapping[str, Any] | None = None,
         boundary: Any = None,
         on_stage: Callable[[str, int], None] | None = None,
+        parse: Mapping[str, Any] | None = None,
     ) -> Any:
         from .ingest.pipeline import Ingestor
 
-        parse_options = self.settings.parse_options()
+        parse_options = {**self.settings.parse_options(), **(parse or {})}
         if boundary is not None:
             parse_options["boundary"] = boundary
         return Ingestor(

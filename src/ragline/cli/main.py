@@ -268,7 +268,6 @@ def ingest(
     progress: bool | None,
 ) -> None:
     """Ingest files and folders (Markdown, text, HTML, PDF, DOCX, images). Unchanged files are skipped."""
-    import os
 
     if vectors_file is not None:
         if paths:
@@ -282,9 +281,6 @@ def ingest(
     if not paths:
         raise click.UsageError("give the files or folders to ingest (or --vectors FILE)")
 
-    if pdf_password is not None:
-        os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it
-
     index = obj.index(**_chunking_overrides(chunking))
     if enqueue:
         from ..ingest.queue import enqueue_paths
@@ -295,6 +291,7 @@ def ingest(
     report = index.ingest(
         paths,
         on_total=(lambda n: bar.reset(total=n)) if bar is not None else None,
+        pdf_password=pdf_password,
         tenant=tenant,
         groups=groups,
         on_progress=on_progress,

@@ -124,10 +124,13 @@ class ParsePool(Generic[T]):
         memory_mb: int | None = None,
         parse_fn: str = DEFAULT_PARSE_FN,
         boundary: Boundary | None = None,
+        pdf_password: str | None = None,
     ) -> None:
         """``boundary``: every file is read only inside it (a folder sync; see
-        :mod:`ragline.parse.files`)."""
+        :mod:`ragline.parse.files`). ``pdf_password`` opens protected PDFs: it reaches the
+        parser processes' environment only, never this process's."""
         self.boundary = boundary
+        self.pdf_password = pdf_password
         env = os.environ
         self.workers = (
             workers
@@ -143,6 +146,10 @@ class ParsePool(Generic[T]):
     def _spawn(self) -> _Worker:
         parent, child = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        if self.pdf_password is not None:
+            from ..parse.pdf import PASSWORD_ENV
+
+            env[PASSWORD_ENV] = self.pdf_password
         proc = subprocess.Popen(
             [
                 sys.executable,
