@@ -17,25 +17,26 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import FastAPI, File, Form, HTTPException, Request, UploadFile
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 
 from ..core.errors import AccessError, ConfigError, LimitError, NotFoundError, RaglineError
-from ..core.trace import answer_dict, nothing_ingested, search_dict
+from ..core.trace import nothing_ingested, search_dict
 from ..core.types import Answer
-from .auth import Admin, Caller, RateLimiter, Who, retry_after
+from . import routes_documents, routes_keys, routes_query
+from .auth import Caller, RateLimiter, retry_after
 from .folders import SyncRoots, Uploads
 from .guards import Guard, security_headers
 from .ids import IdCodec
 from .jobs import JobRunner
 from .metrics import Metrics
-from .public import PublicView, neutralize
-from .schemas import AskRequest, KeyRequest, SearchRequest, SyncRequest, form_text, metadata_field
+from .public import PublicView
+from .schemas import SearchRequest
 
 log = logging.getLogger("ragline.serve")
 STATIC = Path(__file__).parent / "static"
@@ -249,10 +250,6 @@ def _doc_dict(d: Any) -> dict[str, Any]:
     }
 
 
-def _sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-
-
 def create_app(
     index: Any,
     *,
@@ -375,193 +372,9 @@ def create_app(
             )
         return Response(srv.metrics.render(), media_type="text/plain; version=0.0.4")
 
-    @app.get("/v1/me", tags=["identity"], summary="The caller's tenant, groups and role")
-    def me(c: Who) -> dict[str, Any]:
-        return {
-            "tenant": c.tenant,
-            "groups": list(c.groups),
-            "admin": c.admin,
-            "key_prefix": c.key.prefix,
-            "generator": index.settings.generator,
-        }
-
-    # -- query ------------------------------------------------------------------------
-    @app.post("/v1/search", tags=["query"], summary="BM25 + vector search, fused with RRF")
-    def search(req: SearchRequest, c: Who) -> dict[str, Any]:
-        return srv.search(c, req)
-
-    @app.post(
-        "/v1/ask",
-        tags=["query"],
-        summary="A cited answer (JSON, or server-sent events with stream=true)",
-        responses={200: {"content": {"text/event-stream": {}}}},
-    )
-    def ask(req: AskRequest, c: Who, request: Request) -> Any:
-        stream = req.stream or "text/event-stream" in request.headers.get("accept", "")
-        items = srv.ask_items(
-            c,
-            req.question,
-            k=req.k,
-            mode=req.mode,
-            filters=req.filters,
-            history=[t.model_dump() for t in req.history],
-            stream=stream,
-            agent=req.agent,
-            sources=req.sources,
-        )
-        if not stream:
-            answer = [i for i in items if isinstance(i, Answer)][-1]
-            return srv.view.answer(answer_dict(answer), c.tenant)
-
-        def events() -> Iterator[str]:
-            try:
-                for item in items:
-                    if isinstance(item, Answer):
-                        yield _sse("answer", srv.view.answer(answer_dict(item), c.tenant))
-                    elif item:
-                        yield _sse("delta", {"text": neutralize(item)})
-            except RaglineError as exc:
-                yield _sse("error", {"message": str(exc)})
-            except Exception as exc:  # the stream has started: report in-band
-                log.exception("ask stream failed")
-                yield _sse("error", {"message": f"internal error: {type(exc).__name__}"})
-
-        return StreamingResponse(
-            events(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    @app.get("/v1/sources", tags=["query"], summary="The sources the caller's agent may use")
-    def sources(c: Who) -> dict[str, Any]:
-        return {"sources": srv.index.sources(tenant=c.tenant, groups=c.groups)}
-
-    @app.get("/v1/traces", tags=["traces"], summary="The caller's recent traces")
-    def traces(c: Who, limit: int = 20) -> dict[str, Any]:
-        if not 1 <= limit <= 200:
-            raise HTTPException(422, "limit must be between 1 and 200")
-        items = index.traces(
-            tenant=c.tenant, groups=c.groups, limit=limit, admin=c.admin, key_id=c.key.id
-        )
-        return {"traces": items}
-
-    @app.get("/v1/traces/{trace_id}", tags=["traces"], summary="One trace, every stage")
-    def trace(trace_id: str, c: Who) -> dict[str, Any]:
-        t = (
-            index.trace(
-                trace_id[:64], tenant=c.tenant, groups=c.groups, admin=c.admin, key_id=c.key.id
-            )
-            if "\x00" not in trace_id
-            else None
-        )
-        if t is None:
-            raise HTTPException(404, f"no trace {trace_id[:64]!r}")
-        out = dict(srv.view.out(t, c.tenant))
-        if isinstance(out.get("generation"), dict):
-            out["generation"] = srv.view.answer(out["generation"], c.tenant)
-        return out
-
-    # -- documents and jobs -------------------------------------------------------------
-    @app.get("/v1/documents", tags=["documents"], summary="Documents the caller may read")
-    def documents(c: Who, limit: int = 1000, offset: int = 0) -> dict[str, Any]:
-        if not (1 <= limit <= 10000 and 0 <= offset <= 10**9):
-            raise HTTPException(422, "limit must be 1-10000 and offset 0 or more")
-        docs = srv.documents(c)
-        return {"documents": docs[offset : offset + limit], "total": len(docs), "offset": offset}
-
-    @app.get("/v1/documents/{doc_id}", tags=["documents"])
-    def document(doc_id: str, c: Who) -> dict[str, Any]:
-        return srv.doc_dict(c, srv.document(c, doc_id))
-
-    @app.delete("/v1/documents/{doc_id}", tags=["documents"], summary="Delete (admin)")
-    def delete_document(doc_id: str, c: Admin, purge: bool = False) -> dict[str, Any]:
-        d = srv.document(c, doc_id)
-        public = srv.view.id("doc", d.id)
-        if purge:
-            return {"deleted": public, **index.purge_keys([d.doc_key], tenant=c.tenant)}
-        return {
-            "deleted": public,
-            "versions": index.delete_keys([d.doc_key], tenant=c.tenant),
-        }
-
-    @app.post(
-        "/v1/documents",
-        tags=["documents"],
-        status_code=202,
-        summary="Upload files; ingested by a background job (admin)",
-    )
-    def upload(
-        c: Admin,
-        files: Annotated[list[UploadFile], File(description="Documents to ingest")],
-        groups: Annotated[str, Form(description="Comma-separated allowed groups")] = "",
-        metadata: Annotated[str, Form(description="JSON object stored on each document")] = "",
-    ) -> dict[str, Any]:
-        meta = metadata_field(metadata)
-        group_list = sorted({g.strip() for g in groups.split(",") if g.strip()})
-        form_text("groups", group_list)
-        if not files:
-            raise HTTPException(400, "no files: send one or more 'files' parts")
-        folder, saved = srv.uploads.save(c.tenant, files, max_files=index.settings.max_upload_files)
-        try:
-            job = srv.jobs.submit_files(
-                c.tenant,
-                group_list,
-                saved,
-                metadata=meta,
-                cleanup=lambda: srv.uploads.remove(folder),
-            )
-        except BaseException:
-            srv.uploads.remove(folder)
-            raise
-        srv.uploads.claim(folder, job, c.tenant)
-        return {"job": srv.job(c, job)}
-
-    @app.post(
-        "/v1/sync", tags=["documents"], status_code=202, summary="Sync a server folder (admin)"
-    )
-    def sync(req: SyncRequest, c: Admin) -> dict[str, Any]:
-        folder = srv.sync_roots.check(c.tenant, req.path)
-        job = srv.jobs.submit_sync(
-            c.tenant, req.groups, folder, max_files=index.settings.max_sync_files
-        )
-        return {"job": srv.job(c, job)}
-
-    # jobs are admin-only like the uploads that make them: their file names and reports
-    # name every document of the job, whatever its groups
-    @app.get("/v1/jobs", tags=["documents"], summary="The tenant's ingest jobs (admin)")
-    def jobs(c: Admin) -> dict[str, Any]:
-        return {"jobs": [srv.job(c, j) for j in srv.admin.jobs(c.tenant)]}
-
-    @app.get("/v1/jobs/{job_id}", tags=["documents"], summary="One ingest job (admin)")
-    def job(job_id: str, c: Admin) -> dict[str, Any]:
-        n = srv.view.internal("job", job_id)
-        j = srv.admin.job(n, c.tenant) if n is not None else None
-        if j is None:
-            raise HTTPException(404, f"no job {job_id[:64]}")
-        return srv.job(c, j)
-
-    # -- keys -------------------------------------------------------------------------
-    @app.post("/v1/keys", tags=["identity"], status_code=201, summary="Create a key (admin)")
-    def new_key(req: KeyRequest, c: Admin) -> dict[str, Any]:
-        key, rec = srv.admin.create_key(
-            tenant=c.tenant,
-            groups=req.groups,
-            admin=req.admin,
-            name=req.name,
-            rate_limit=req.rate_limit,
-        )
-        return {"key": key, **srv.key(rec)}
-
-    @app.get("/v1/keys", tags=["identity"], summary="The tenant's keys (admin)")
-    def keys(c: Admin) -> dict[str, Any]:
-        return {"keys": [srv.key(k) for k in srv.admin.list_keys(c.tenant)]}
-
-    @app.delete("/v1/keys/{key_id}", tags=["identity"], summary="Revoke a key (admin)")
-    def revoke(key_id: str, c: Admin) -> dict[str, Any]:
-        n = srv.view.internal("key", key_id)
-        if n is None or not (0 < n < 2**31) or not srv.admin.revoke_key(n, tenant=c.tenant):
-            raise HTTPException(404, f"no key {key_id[:64]}")
-        return {"revoked": key_id}
+    app.include_router(routes_query.routes(srv))
+    app.include_router(routes_documents.routes(srv))
+    app.include_router(routes_keys.routes(srv))
 
     # -- OpenAI-compatible chat and the page ----------------------------------------------
     from .openai_compat import add_chat_routes
