@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .types import Answer, Chunk, Hit, ParsedDocument, Principal
 
@@ -51,11 +51,13 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Retriever(Protocol):
-    """One retrieval leg: returns the caller-visible top-k chunks for a query."""
+    """One retrieval leg: the caller-visible best ``n`` chunk ids (with the leg's scores)
+    for a query, permissions applied inside; ``params`` is the search's
+    :class:`~ragline.retrieve.search.SearchParams` (filters, history, depth)."""
 
     name: str
 
-    def retrieve(self, query: str, *, principal: Principal, k: int) -> list[Hit]: ...
+    def candidates(self, query: str, principal: Principal, n: int, params: Any) -> Any: ...
 
 
 @runtime_checkable

@@ -8,13 +8,14 @@ per-stage timings, the material of a query trace.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..core.errors import ConfigError
 from ..core.filters import Filters
+from ..core.protocols import Retriever
 from ..core.types import Hit, Principal
 from ..store.filters import validate_principal
 from ..store.search import BM25Params, bm25_search, hydrate, to_hits, vector_search
@@ -24,6 +25,12 @@ from .identifiers import promote_identifiers
 
 Mode = Literal["bm25", "vector", "hybrid", "rerank"]
 MODES: tuple[str, ...] = ("bm25", "vector", "hybrid", "rerank")
+MODE_LEGS: dict[str, tuple[str, ...]] = {
+    "bm25": ("bm25",),
+    "vector": ("vector",),
+    "hybrid": ("bm25", "vector"),
+}
+"""The legs each mode runs (rerank reorders a hybrid search)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,81 @@ def one_per_parent(hits: Sequence[Hit]) -> list[Hit]:
     return out
 
 
+@dataclass(frozen=True)
+class LegResult:
+    """One leg's candidates, best first, with its timings and what it searched for."""
+
+    ranked: list[tuple[int, float]]
+    timings_ms: dict[str, float]
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+class BM25Leg:
+    """Exact BM25 over the caller's ACL classes (``store/bm25.py``), in the query's languages."""
+
+    name = "bm25"
+
+    def __init__(
+        self,
+        db: Any,
+        collection: Any,
+        analyzer: Any,
+        languages: Callable[[Principal, bool], tuple[str, ...]],
+    ) -> None:
+        self.db, self.collection, self.analyzer, self.languages = (
+            db,
+            collection,
+            analyzer,
+            languages,
+        )
+
+    def candidates(self, query: str, principal: Principal, n: int, p: SearchParams) -> LegResult:
+        t = time.perf_counter()
+        terms, languages = self.analyzer.query_analysis(
+            query,
+            self.languages(principal, p.include_history),
+            detect=p.query_languages == "detected",
+        )
+        res = bm25_search(
+            self.db,
+            self.collection,
+            terms,
+            principal,
+            n,
+            p.bm25,
+            include_history=p.include_history,
+            filters=p.filters,
+        )
+        ms = (time.perf_counter() - t) * 1000
+        return LegResult(res, {"bm25": ms}, {"languages": languages, "terms": terms})
+
+
+class VectorLeg:
+    """pgvector HNSW search with the caller's permissions inside (``store/search.py``)."""
+
+    name = "vector"
+
+    def __init__(self, db: Any, collection: Any, embedder: Any) -> None:
+        self.db, self.collection, self.embedder = db, collection, embedder
+
+    def candidates(self, query: str, principal: Principal, n: int, p: SearchParams) -> LegResult:
+        t = time.perf_counter()
+        q = self.embedder.embed_query(query)
+        t1 = time.perf_counter()
+        res = vector_search(
+            self.db,
+            self.collection,
+            q,
+            principal,
+            n,
+            ef_search=p.ef_search,
+            include_history=p.include_history,
+            filters=p.filters,
+        )
+        t2 = time.perf_counter()
+        return LegResult(res, {"embed_query": (t1 - t) * 1000, "vector": (t2 - t1) * 1000})
+
+
 class HybridSearcher:
     """Runs one collection's legs for a principal; holds no per-query state."""
 
@@ -94,6 +176,12 @@ class HybridSearcher:
         self.analyzer = analyzer
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragline-leg")
         self._lang_cache: dict[tuple[Any, ...], tuple[float, tuple[str, ...]]] = {}
+        self.legs: dict[str, Retriever] = {
+            "bm25": BM25Leg(db, collection, analyzer, self._languages),
+            "vector": VectorLeg(db, collection, embedder),
+        }
+        """The retrieval legs by name (each a :class:`~ragline.core.protocols.Retriever`);
+        a mode runs the legs :data:`MODE_LEGS` names and fuses them."""
 
     @property
     def has_parents(self) -> bool:
@@ -155,45 +243,6 @@ class HybridSearcher:
             bm25_query=fused.bm25_query,
         )
 
-    def _bm25(
-        self, query: str, principal: Principal, n: int, p: SearchParams
-    ) -> tuple[list, float, dict[str, Any]]:
-        t = time.perf_counter()
-        terms, languages = self.analyzer.query_analysis(
-            query,
-            self._languages(principal, p.include_history),
-            detect=p.query_languages == "detected",
-        )
-        res = bm25_search(
-            self.db,
-            self.collection,
-            terms,
-            principal,
-            n,
-            p.bm25,
-            include_history=p.include_history,
-            filters=p.filters,
-        )
-        return res, (time.perf_counter() - t) * 1000, {"languages": languages, "terms": terms}
-
-    def _vector(
-        self, query: str, principal: Principal, n: int, p: SearchParams
-    ) -> tuple[list, float, float]:
-        t = time.perf_counter()
-        q = self.embedder.embed_query(query)
-        t1 = time.perf_counter()
-        res = vector_search(
-            self.db,
-            self.collection,
-            q,
-            principal,
-            n,
-            ef_search=p.ef_search,
-            include_history=p.include_history,
-            filters=p.filters,
-        )
-        return res, (t1 - t) * 1000, (time.perf_counter() - t1) * 1000
-
     def search(
         self,
         query: str,
@@ -222,14 +271,25 @@ class HybridSearcher:
         if self.has_parents:  # several children of one parent collapse into one hit
             want = max(want, 3 * k)
         n = max(want, params.depth) if mode == "hybrid" else want
-        if mode in ("bm25", "hybrid"):
-            fut = self._pool.submit(self._bm25, query, principal, n, params)
-        if mode in ("vector", "hybrid"):
-            legs["vector"], timings["embed_query"], timings["vector"] = self._vector(
-                vector_text or query, principal, n, params
+        names = MODE_LEGS[mode]
+        text = {"vector": vector_text or query}  # HyDE: the vector leg embeds another text
+        # every leg but the last runs in the pool, the last in this thread
+        pending = {
+            name: self._pool.submit(
+                self.legs[name].candidates, text.get(name, query), principal, n, params
             )
-        if mode in ("bm25", "hybrid"):
-            legs["bm25"], timings["bm25"], bm25_query = fut.result()
+            for name in names[:-1]
+        }
+        done = {
+            names[-1]: self.legs[names[-1]].candidates(
+                text.get(names[-1], query), principal, n, params
+            )
+        }
+        done.update({name: f.result() for name, f in pending.items()})
+        for name, r in done.items():
+            legs[name] = r.ranked
+            timings.update(r.timings_ms)
+        bm25_query = dict(done["bm25"].info) if "bm25" in done else {}
         t_fuse = time.perf_counter()
         if mode == "hybrid":
             ranked = reciprocal_rank_fusion(
