@@ -227,6 +227,22 @@ def workers(n_docs: int = 1200, model_docs: int = 48) -> dict:
         out["vectors_speedup"] = round(
             out["vectors_1_workers"]["s"] / out["vectors_2_workers"]["s"], 2
         )
+        # the same documents in two tenants (tasks alternate): writers of one tenant share
+        # its BM25 term rows (each list's lock), two tenants share nothing
+        for n in (1, 2):
+            schema = f"wt{n}"
+            idx = _index(server.url, schema, FakeEmbedder(), collection="default")
+            idx.ingest_vectors(records[:1])
+            for i, start in enumerate(range(1, n_docs, 50)):
+                enqueue_vectors(idx, f"t{i % 2}", [], records[start : start + 50])
+            idx.close()
+            s = _run_workers(server.url, schema, n, "256")
+            out[f"vectors_2_tenants_{n}_workers"] = {
+                "docs": n_docs - 1,
+                "s": round(s, 2),
+                "docs_per_s": round((n_docs - 1) / s, 1),
+            }
+            print(out[f"vectors_2_tenants_{n}_workers"], flush=True)
         # with the model: files embedded by MiniLM in the workers (one thread each)
         import tempfile
 
