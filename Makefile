@@ -70,6 +70,7 @@ demo: install
 	$(BIN)/ragline --data-dir $(DATA) ask "$(DEMO_Q)"
 
 test: system-deps install-test
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 # Existing suites run unchanged on a Citus coordinator + 2 workers on localhost (tests/cluster
