@@ -214,7 +214,7 @@ _enqueue = click.option(
     "--enqueue",
     is_flag=True,
     help="Queue the work for `ragline worker` processes instead of doing it here "
-    "(prints the job; `ragline jobs` shows its progress).",
+    "(prints the job; `ragline status` shows the queue, GET /v1/jobs a job's progress).",
 )
 
 
