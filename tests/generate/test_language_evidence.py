@@ -53,3 +53,15 @@ def test_each_passage_keeps_its_own_language():
     assert not a.abstained and a.citations[0].doc_key == "d3"
     # a question nothing speaks to still abstains, in any language
     assert multi.answer("Mennyibe kerül a parkolási engedély?", HU).abstained
+
+
+DUCK = "/work/shared/data/documents/html/docling__wiki_duck.html"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(DUCK), reason="needs ../shared/data")
+def test_the_answer_leads_with_the_answering_sentence(fake_index):
+    # the feeding sentence, not the predators one that shares "ducks" and little else
+    fake_index.ingest(DUCK)
+    a = fake_index.ask("What do ducks eat?", mode="bm25")
+    first = a.text.split("[")[0]
+    assert not a.abstained and "eat" in first and "prey" not in first, a.text
