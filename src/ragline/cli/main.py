@@ -167,6 +167,8 @@ def _print_report(report: Any, as_json: bool) -> None:
         f"({report.embedded} embedded, {report.cached} from cache) in {report.seconds:.1f}s "
         f"({d['chunks_per_s']} chunks/s)"
     )
+    for w in report.warnings:
+        click.secho(f"  warning: {w}", fg="yellow", err=True)
     for sk in report.skipped:
         click.echo(f"  skipped: {sk.source}: {sk.reason}", err=True)
     for f in report.failed:
@@ -548,7 +550,10 @@ def status(obj: _Ctx, as_json: bool) -> None:
         _echo_json(st)
         return
     for key, value in st.items():
-        if key == "freshness":
+        if key in ("freshness", "languages_not_covered"):
+            continue
+        if key == "embedder_warning":
+            click.secho(f"{'warning':24} {value}", fg="yellow")
             continue
         click.echo(f"{key:24} {value}")
     fresh = st.get("freshness")
