@@ -146,6 +146,10 @@ MIN_GAIN = 0.3
 """... cover at least this much of the question that the picked sentences do not, and ..."""
 EXTRA_GAIN_RATIO = 0.5
 """... score at least this share of the best sentence's score."""
+FRAGMENT_FACTOR = 0.5
+"""Score factor for a fragment (a flattened table row, a list of values: see
+:mod:`~ragline.generate.units`): it may answer when nothing else does, never as a
+further sentence."""
 VARIANT_SHARE = 0.8
 """Share of a term's weight a sentence's score gets when it has the term only as a variant
 (evidence counts variants in full)."""
@@ -180,7 +184,7 @@ _ANSWER_TYPE_WORDS = {
     ),
 }
 _ANAPHORA = frozenset("it its this these those they their he she his her such that there".split())
-_PROSE = frozenset({"sentence", "question", "lead"})
+_PROSE = frozenset({"sentence", "question", "lead", "fragment"})
 
 
 @dataclass(frozen=True)
@@ -417,6 +421,8 @@ class ExtractiveAnswerer:
                     factor = 1.0
                 elif tu.kind == "heading" and heading_key(tu.text) not in known[p]:
                     factor = HEADING_FACTOR
+                elif tu.kind == "fragment":
+                    factor = FRAGMENT_FACTOR
                 else:
                     factor = 0.0
                 units.append(
@@ -546,6 +552,8 @@ class ExtractiveAnswerer:
                 # or sit in a cited passage scoring close to the best. Merely similar
                 # units of other passages cost citation validity (SQuAD 2.0: 0.76 ->
                 # 0.87) for little recall (0.685 -> 0.666).
+                if u.kind == "fragment":  # never added to an answer, only reluctantly its lead
+                    continue
                 same = any(q.passage == u.passage for q in picked)
                 own = (u.terms | u.bound) & keys
                 around = SCORE_CONTEXT_WEIGHT * cov((u.near & keys) - own - covered - {TYPE_KEY})
