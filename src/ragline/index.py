@@ -219,6 +219,7 @@ class Index(ResearchMixin):
             max_files=max_files,
         )
         self._record_outcome(owner.tenant, report)
+        self._warn_coverage(report)
         return report
 
     def ingest_sources(
@@ -247,7 +248,16 @@ class Index(ResearchMixin):
             on_progress, embed=embed, metadata=metadata, on_stage=on_stage, parse=parse
         ).ingest(sources, owner=owner)
         self._record_outcome(owner.tenant, report)
+        self._warn_coverage(report)
         return report
+
+    def _warn_coverage(self, report: Any) -> None:
+        """Documents arrived in languages the embedder does not cover: say so, with the fix."""
+        if report.added or report.updated:
+            from .status import embedder_coverage
+
+            if warning := embedder_coverage(self).get("embedder_warning"):
+                report.warnings.append(warning)
 
     def ingest_vectors(
         self,

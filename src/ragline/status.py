@@ -51,6 +51,7 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
         ),
         "freshness": freshness(index.db, index.collection, check_sources=check_sources),
         **_replication(index),
+        **embedder_coverage(index),
     }
 
 
@@ -93,4 +94,38 @@ def _analyzer_upgrade(stored: str) -> dict[str, str]:
         "analyzer_upgrade": f"built with analysis v{built.version}; v{ANALYSIS_VERSION} analyzes "
         + " and ".join(better)
         + ": `ragline index build` re-indexes into it, `ragline index activate` switches"
+    }
+
+
+def embedder_coverage(index: Any) -> dict[str, Any]:
+    """A warning when the collection holds documents in languages its embedder does not
+    cover (an English-only model under Hungarian documents), with the fix; {} otherwise."""
+    from .embed import embedder_languages
+
+    if index.collection is None:
+        return {}
+    covered = embedder_languages(index.collection.embedder)
+    if covered is None:
+        return {}
+    with index.db.connection() as conn:
+        rows = conn.execute(
+            "SELECT language, count(*) FROM documents WHERE collection_id = %s AND is_current "
+            "AND language IS NOT NULL AND language NOT IN ('und', '') GROUP BY language "
+            "ORDER BY count(*) DESC, language",
+            (index.collection.id,),
+        ).fetchall()
+    outside = {lang: n for lang, n in rows if lang not in covered}
+    if not outside:
+        return {}
+    n = sum(outside.values())
+    langs = ", ".join(f"{lang} ({k})" for lang, k in outside.items())
+    return {
+        "embedder_warning": (
+            f"{n} document{'s' if n != 1 else ''} in {langs} but the embedder "
+            f"{index.collection.embedder} covers only {', '.join(sorted(covered))}: the vector "
+            "leg finds them poorly (BM25 still does). Fix: `ragline index build --embedder e5` "
+            "builds a multilingual version beside this one, then `ragline index activate "
+            "VERSION` switches to it"
+        ),
+        "languages_not_covered": outside,
     }

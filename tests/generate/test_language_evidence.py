@@ -53,3 +53,34 @@ def test_each_passage_keeps_its_own_language():
     assert not a.abstained and a.citations[0].doc_key == "d3"
     # a question nothing speaks to still abstains, in any language
     assert multi.answer("Mennyibe kerül a parkolási engedély?", HU).abstained
+
+
+DUCK = "/work/shared/data/documents/html/docling__wiki_duck.html"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists(DUCK), reason="needs ../shared/data")
+def test_the_answer_leads_with_the_answering_sentence(fake_index):
+    # the feeding sentence, not the predators one that shares "ducks" and little else
+    fake_index.ingest(DUCK)
+    a = fake_index.ask("What do ducks eat?", mode="bm25")
+    first = a.text.split("[")[0]
+    assert not a.abstained and "eat" in first and "prey" not in first, a.text
+
+
+def test_flattened_table_rows_are_not_sentences():
+    from ragline.generate.units import parse_units
+
+    text = (
+        "Following the move to Holyrood in 2004 this building was demolished. "
+        "12/24/2015 — 01/04/2016; West Hollywood; 25; Closure Permanent"
+    )
+    kinds = [u.kind for u in parse_units(text)]
+    assert kinds == ["sentence", "fragment"]
+    assert [u.kind for u in parse_units("Ducks eat grasses; they also eat insects and worms.")] == [
+        "sentence"
+    ]
+    row = Hit(9, 9, "d9", "Notices", "d9.md", "Closure notices: 12/24/2015; West Hollywood; 25; "
+              "Closure Permanent; 01/04/2016 Hollywood Blvd.", 0.5, 2)  # fmt: skip
+    first = Hit(8, 8, "d8", "Parliament", "d8.md", text.split(" 12/")[0], 1.0, 1)
+    a = ExtractiveAnswerer(min_evidence=0).answer("Who moved to Hollywood in 2004?", [first, row])
+    assert "Closure" not in a.text  # a fragment is never a further sentence

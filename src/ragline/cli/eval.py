@@ -315,7 +315,7 @@ def eval_golden(
 @click.option(
     "--generator",
     default=None,
-    help="extractive (default), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf.",
+    help="extractive (default), local[:NAME], openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf.",
 )
 @_embedder
 @_index_version

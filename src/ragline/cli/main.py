@@ -167,6 +167,8 @@ def _print_report(report: Any, as_json: bool) -> None:
         f"({report.embedded} embedded, {report.cached} from cache) in {report.seconds:.1f}s "
         f"({d['chunks_per_s']} chunks/s)"
     )
+    for w in report.warnings:
+        click.secho(f"  warning: {w}", fg="yellow", err=True)
     for sk in report.skipped:
         click.echo(f"  skipped: {sk.source}: {sk.reason}", err=True)
     for f in report.failed:
@@ -416,8 +418,8 @@ def search(
 @click.option(
     "--generator",
     default=None,
-    help="extractive (default, no LLM), openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf "
-    "(or set RAGLINE_GENERATOR).",
+    help="extractive (default, no LLM), local[:NAME] (a model from `ragline models`), "
+    "openai:MODEL@URL, anthropic:MODEL or llamacpp:PATH.gguf (or set RAGLINE_GENERATOR).",
 )
 @click.option(
     "--stream", is_flag=True, help="Print the answer as it is written; sources at the end."
@@ -618,7 +620,10 @@ def status(obj: _Ctx, as_json: bool) -> None:
         _echo_json(st)
         return
     for key, value in st.items():
-        if key == "freshness":
+        if key in ("freshness", "languages_not_covered"):
+            continue
+        if key == "embedder_warning":
+            click.secho(f"{'warning':24} {value}", fg="yellow")
             continue
         click.echo(f"{key:24} {value}")
     fresh = st.get("freshness")
@@ -744,6 +749,7 @@ def server_status(obj: _Ctx, as_json: bool) -> None:
 from .eval import eval_group  # noqa: E402
 from .index_cmd import index_group  # noqa: E402
 from .mcp import mcp_command  # noqa: E402
+from .models_cmd import models_group  # noqa: E402
 from .serve import keys_group, serve_command, trace_command  # noqa: E402
 from .source_cmd import source_group  # noqa: E402
 from .worker import worker_command  # noqa: E402
@@ -756,6 +762,7 @@ cli.add_command(mcp_command)
 cli.add_command(index_group)
 cli.add_command(worker_command)
 cli.add_command(source_group)
+cli.add_command(models_group)
 
 
 def main() -> None:

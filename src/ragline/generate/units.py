@@ -18,10 +18,12 @@ from typing import Literal
 
 from ..analysis.analyzer import split_sentences
 
-UnitKind = Literal["sentence", "item", "row", "header", "heading", "lead", "question"]
+UnitKind = Literal["sentence", "item", "row", "header", "heading", "lead", "question", "fragment"]
 """``sentence`` of prose, list ``item``, table ``row`` (``header`` for a table's header
 row), ``heading`` (or heading-like line), ``lead``-in line ending with ``:``, and a
-``question`` (a sentence ending with ``?``, such as an FAQ entry's title)."""
+``question`` (a sentence ending with ``?``, such as an FAQ entry's title), and a
+``fragment``: a "sentence" that is really a flattened table row or a list of values
+("12/24/2015 — 01/04/2016; West Hollywood; 25; Closure Permanent")."""
 
 ANSWER_KINDS = frozenset({"sentence", "item", "row", "heading"})
 """Kinds that can answer on their own (a heading-like line only reluctantly, see
@@ -99,7 +101,9 @@ def parse_units(text: str, headings: Iterable[str] = ()) -> list[TextUnit]:
             return
         for s in split_sentences(joined):
             kind: UnitKind = "sentence"
-            if s.endswith("?"):
+            if _looks_like_fragment(s):
+                kind = "fragment"
+            elif s.endswith("?"):
                 kind = "question"
             elif s.endswith(":"):
                 kind = "lead"
@@ -161,6 +165,28 @@ def parse_units(text: str, headings: Iterable[str] = ()) -> list[TextUnit]:
         if prose:
             add_prose(prose, whole_paragraph=len(prose) == len(lines))
     return units
+
+
+FRAGMENT_MAX_SEGMENT_WORDS = 4
+"""Text split by ``;``/``|``/``•`` into 3+ segments averaging at most this many words is a
+flattened row, not prose."""
+FRAGMENT_MIN_WORD_SHARE = 0.4
+"""Text of 4+ tokens of which fewer than this share are words (not numbers, dates,
+codes) is a list of values, not prose."""
+
+
+def _looks_like_fragment(text: str) -> bool:
+    segments = [seg for seg in re.split(r"[;|•·]", text) if seg.strip()]
+    if (
+        len(segments) >= 3
+        and sum(len(seg.split()) for seg in segments) / len(segments) <= FRAGMENT_MAX_SEGMENT_WORDS
+    ):
+        return True
+    tokens = text.split()
+    words = sum(
+        1 for t in tokens if any(c.isalpha() for c in t) and not any(c.isdigit() for c in t)
+    )
+    return len(tokens) >= 4 and words / len(tokens) < FRAGMENT_MIN_WORD_SHARE
 
 
 def _looks_like_heading(line: str) -> bool:

@@ -63,6 +63,8 @@ class IngestReport:
     seconds: float = 0.0
     vector_index_seconds: float = 0.0
     """Of ``seconds``: building the vector index after a load into an empty collection."""
+    warnings: list[str] = field(default_factory=list)
+    """What the caller should know and fix (documents the embedder does not cover)."""
 
     @property
     def ok(self) -> bool:
@@ -71,6 +73,7 @@ class IngestReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "added": self.added,
+            **({"warnings": self.warnings} if self.warnings else {}),
             "updated": self.updated,
             "unchanged": self.unchanged,
             "skipped": [s.__dict__ for s in self.skipped],
