@@ -222,7 +222,7 @@ class AgentLoop:
             if meter.refused:  # a model call was refused: the model budget is spent
                 stop = meter.refused[0]
                 break
-            if meter.out_of_time():
+            if meter.out_of_time() and meter.steps > 0:  # the first search always runs
                 stop = "time"
                 break
             if meter.out_of_steps():
