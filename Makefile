@@ -66,6 +66,7 @@ demo: install
 	$(BIN)/ragline --data-dir $(DATA) ask "$(DEMO_Q)"
 
 test: system-deps install-test
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 # Retrieval quality on BEIR SciFact (needs ../shared/data/scifact; the first vector run embeds ~11 min)

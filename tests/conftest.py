@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes import register_fake_embedder
+
+register_fake_embedder()
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples" / "docs"

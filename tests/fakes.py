@@ -149,3 +149,16 @@ class FakeChatServer(ScriptedJSONServer):
             events.append(f"data: {json.dumps(ev)}\n\n")
         events.append("data: [DONE]\n\n")
         return 200, "".join(events).encode(), {}
+
+
+def register_fake_embedder() -> None:
+    """Make the fake a backend like any plug-in: a collection built with it reopens with
+    it (``get_embedder("fake-hash-64")``), in this process and in CLI runs inside it."""
+    from ragline.embed import EMBEDDERS
+
+    EMBEDDERS.add(
+        FakeEmbedder.model_id,
+        lambda _spec, _opt: FakeEmbedder(),
+        usage=FakeEmbedder.model_id,
+        about="the tests' deterministic fake",
+    )

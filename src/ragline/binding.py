@@ -5,25 +5,44 @@ choice of model from the first documents."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .core.errors import ConfigError
 
+if TYPE_CHECKING:
+    from .analysis.analyzer import MultiAnalyzer
+    from .core.protocols import Chunker, Embedder
+    from .core.settings import Settings
+    from .store.collections import Collection
+    from .store.db import Database
 
-class BindingMixin:
-    settings: Any
-    db: Any
-    collection: Any
-    embedder: Any
-    chunker: Any
-    analyzer: Any
-    chat: Any
-    _searcher: Any
-    _pin: Any
-    _switch: threading.Lock
 
-    def _bind(self, embedder: Any) -> None:
+class Binding:
+    """The collection an index reads and writes, with the embedder, chunker and analyzer
+    it fixes. ``chat`` gives the chat model (lazily: only contextual chunking needs it);
+    ``pin`` fixes one index version instead of following the active one."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        analyzer: MultiAnalyzer,
+        *,
+        chat: Callable[[], Any],
+        pin: Collection | None = None,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.analyzer = analyzer
+        self.collection: Collection | None = None
+        self.embedder: Embedder | Any = None
+        self.chunker: Chunker | Any = None
+        self.pin = pin
+        self._chat = chat
+        self._switch = threading.Lock()
+
+    def bind(self, embedder: Any) -> None:
         """Fix the embedder (and a chunker sized for it) and open or create the collection."""
         from .chunk import make_chunker, strategy_of
         from .chunk.contextual import CTX_SUFFIX, ContextualChunker
@@ -31,7 +50,7 @@ class BindingMixin:
         from .store.versions import active_collection
 
         s = self.settings
-        existing = self._pin or active_collection(self.db, s.collection)
+        existing = self.pin or active_collection(self.db, s.collection)
         spec = s.chunking or "section"
         if existing is not None:
             stored = strategy_of(existing.chunker)
@@ -66,7 +85,7 @@ class BindingMixin:
             else s.contextual_retrieval
         )
         if contextual:
-            self.chunker = ContextualChunker(self.chunker, self.chat)
+            self.chunker = ContextualChunker(self.chunker, self._chat())
         self.collection = ensure_collection(
             self.db,
             existing.name if existing is not None else s.collection,  # the active version
@@ -76,26 +95,29 @@ class BindingMixin:
             chunker=self.chunker.name,
         )
 
-    def _refresh(self) -> None:
+    def refresh(self) -> bool:
         """Follow an index-version switch (``ragline index activate``) made by any
-        process: one cheap query; queries already running keep their searcher."""
-        if self.collection is None or self._pin is not None:
-            return
+        process: one cheap query; queries already running keep their searcher. An index
+        opened before anything was ingested binds to the collection once another process
+        (or another server worker) creates it. True when it switched (searchers built on
+        the old collection are stale)."""
+        if self.pin is not None:
+            return False
         from .store.versions import active_collection
 
         new = active_collection(self.db, self.settings.collection)
-        if new is None or new.id == self.collection.id:
-            return
+        if new is None or (self.collection is not None and new.id == self.collection.id):
+            return False
         with self._switch:
-            if new.id == self.collection.id:  # another thread switched meanwhile
-                return
+            if self.collection is not None and new.id == self.collection.id:
+                return False  # another thread switched meanwhile
             embedder = self.embedder
-            if new.embedder != self.collection.embedder:
+            if embedder is None or new.embedder != embedder.model_id:
                 embedder = _embedder_for(new.embedder, self.settings.embed_threads)
-            self._searcher = None
-            self._bind(embedder)
+            self.bind(embedder)
+            return True
 
-    def _require_collection(self) -> None:
+    def require_collection(self) -> None:
         if self.collection is None:
             from .core.errors import NotFoundError
 
@@ -104,9 +126,13 @@ class BindingMixin:
                 "(with embedder 'auto' the model is chosen from the first documents)"
             )
 
-    def _choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
-        """Embedder 'auto': English first documents → MiniLM, any other language → e5."""
+    def choose_embedder(self, sources: Iterable[Any]) -> Iterable[Any]:
+        """Embedder 'auto': English first documents → MiniLM, any other language → e5.
+
+        The (up to five) documents read to decide are handed on parsed, so the ingest
+        does not parse them a second time."""
         import itertools
+        from dataclasses import replace
 
         from .analysis.language import detect_language
         from .embed import get_embedder
@@ -123,14 +149,17 @@ class BindingMixin:
                 if len(sample) >= 5:
                     break
         text = ""
+        parsed: dict[int, Any] = {}
         pool: Any
         with ParsePool(**self.settings.parse_options()) as pool:
             items = ((i, s.path, s.load if s.path is None else None) for i, s in enumerate(sample))
-            for _key, doc in pool.imap(items):
+            for i, doc in pool.imap(items):
                 if not isinstance(doc, Exception):
                     text += doc.text[:2000] + "\n\n"
+                    parsed[id(sample[i])] = replace(sample[i], path=None, load=lambda d=doc: d)
+        head = [parsed.get(id(item), item) for item in head]
         lang = detect_language(text).code if text.strip() else "en"
-        self._bind(
+        self.bind(
             get_embedder(
                 "minilm" if lang in ("en", "und") else "e5", threads=self.settings.embed_threads
             )

@@ -6,23 +6,22 @@ used alone.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .binding import BindingMixin, _embedder_for
+from .binding import Binding, _embedder_for
 from .core.errors import ConfigError
 from .core.filters import Filters
 from .core.settings import Settings
 from .core.types import Answer, Hit
 from .research import ResearchMixin
-from .tracing import TracingMixin, _principal
+from .tracing import TraceRecorder, _principal
 
 _SELF_CHAT: Any = object()
 
 
-class Index(BindingMixin, TracingMixin, ResearchMixin):
+class Index(ResearchMixin):
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(
@@ -40,29 +39,62 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             schema=settings.db_schema,
             max_size=settings.pool_size,
         )
-        self.analyzer = MultiAnalyzer(settings.language)
-        self.collection: Any = None
-        self.embedder: Any = None
-        self.chunker: Any = None
         self._searcher: Any = None
         self._chat: Any = None
-        self._traces_saved = 0
-        self._switch = threading.Lock()
-        self._pin = (
+        pin = (
             None
             if version is None
             else get_version(self.db, settings.collection, version).collection
         )
-        existing = self._pin or active_collection(self.db, settings.collection)
+        self.binding = Binding(
+            settings, self.db, MultiAnalyzer(settings.language), chat=lambda: self.chat, pin=pin
+        )
+        self.recorder = TraceRecorder(settings, self.db, self.binding)
+        existing = pin or active_collection(self.db, settings.collection)
         if embedder is not None:
-            self._bind(embedder)
+            self.binding.bind(embedder)
         elif settings.embedder != "auto":
             from .embed import get_embedder
 
-            self._bind(get_embedder(settings.embedder, threads=settings.embed_threads))
+            self.binding.bind(get_embedder(settings.embedder, threads=settings.embed_threads))
         elif existing is not None:
-            self._bind(_embedder_for(existing.embedder, settings.embed_threads))
+            self.binding.bind(_embedder_for(existing.embedder, settings.embed_threads))
         # else: embedder "auto" on a new collection: chosen from the first documents ingested
+
+    # -- what the index is bound to (see :class:`~ragline.binding.Binding`) -------------
+    @property
+    def collection(self) -> Any:
+        return self.binding.collection
+
+    @property
+    def embedder(self) -> Any:
+        return self.binding.embedder
+
+    @property
+    def chunker(self) -> Any:
+        return self.binding.chunker
+
+    @property
+    def analyzer(self) -> Any:
+        return self.binding.analyzer
+
+    def _count_tokens(self, text: str) -> int:
+        """The generator's token count (the embedder's for the extractive answerer)."""
+        return int(self.chat.count_tokens(text) if self.chat else self.embedder.count_tokens(text))
+
+    def _refresh(self) -> None:
+        """Follow an index-version switch or a collection another process created."""
+        if self.binding.refresh():
+            self._searcher = None
+
+    # -- traces (see :class:`~ragline.tracing.TraceRecorder`) --------------------------
+    def trace(self, trace_id: str, **who: Any) -> dict[str, Any] | None:
+        """A stored trace the caller may read (:meth:`TraceRecorder.trace`)."""
+        return self.recorder.trace(trace_id, **who)
+
+    def traces(self, **who: Any) -> list[dict[str, Any]]:
+        """Recent traces the caller may read, newest first (:meth:`TraceRecorder.traces`)."""
+        return self.recorder.traces(**who)
 
     # -- ingest ---------------------------------------------------------------------
     def ingest(
@@ -71,13 +103,15 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         *,
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
-        on_progress: Callable[[str, int], None] | None = None,
+        on_progress: Callable[..., None] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        on_total: Callable[[int], None] | None = None,
     ) -> Any:
         """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
 
         ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
-        used in search filters."""
+        used in search filters. ``on_total`` gets the number of files found (the folders are
+        walked once, before the first file is read)."""
         from .core.errors import ParseError
         from .ingest.sources import Skipped, file_source, iter_files
 
@@ -85,7 +119,10 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             paths = [paths]
 
         def sources() -> Iterable[Any]:
-            for path, err in iter_files(paths):
+            found = list(iter_files(paths))
+            if on_total is not None:
+                on_total(len(found))
+            for path, err in found:
                 if isinstance(err, Skipped):
                     yield err
                     continue
@@ -128,7 +165,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         if self.collection is None and boundary is not None:
             from .ingest.sources import file_source, iter_files
 
-            self._choose_embedder(
+            self.binding.choose_embedder(
                 file_source(p, boundary)
                 for p, err in iter_files([root], boundary=boundary)
                 if err is None
@@ -159,7 +196,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         owner = validate_principal(_principal(tenant, groups))
         self._refresh()
         if self.collection is None:
-            sources = self._choose_embedder(sources)
+            sources = self.binding.choose_embedder(sources)
         report = self._ingestor(on_progress, embed=embed, metadata=metadata).ingest(
             sources, owner=owner
         )
@@ -168,7 +205,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
 
     def ingest_vectors(
         self,
-        records: Iterable[Mapping[str, Any]] | Sequence[Mapping[str, Any]],
+        records: Iterable[Any],
         *,
         tenant: str = "default",
         groups: Iterable[str] | str | None = None,
@@ -290,7 +327,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         from .store.erasure import purge_everywhere
 
         self._refresh()
-        self._require_collection()
+        self.binding.require_collection()
         if erase is None:
             erase = self.settings.purge_rewrite
         mb = self.settings.purge_rewrite_max_mb
@@ -305,7 +342,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         )
 
     def _keys_for(self, doc: str | Path) -> list[str]:
-        self._require_collection()
+        self.binding.require_collection()
         from .ingest.sources import doc_key_for
 
         keys = [str(doc)]
@@ -323,7 +360,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
     # -- query ----------------------------------------------------------------------
     @property
     def searcher(self) -> Any:
-        self._require_collection()
+        self.binding.require_collection()
         if self._searcher is None:
             from .retrieve.search import HybridSearcher
 
@@ -393,11 +430,16 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         caller's)."""
         from dataclasses import replace
 
-        from .retrieve.search import SearchParams, fuse_results
+        from .core.trace import NOTHING_INGESTED
+        from .retrieve.search import SearchParams, SearchResult, fuse_results
 
         if not query or not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         self.check_size(query, filters)
+        self._refresh()  # binds a collection another process has created meanwhile
+        if self.collection is None:  # nothing ingested yet, by anyone: an empty result
+            default = "rerank" if self.settings.reranker else "hybrid"
+            return SearchResult(query, mode or default, (), notes=(NOTHING_INGESTED,))
         params = SearchParams(
             depth=self.settings.rrf_depth,
             rrf_k=self.settings.rrf_k,
@@ -413,7 +455,6 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             mode = "rerank" if self.settings.reranker else "hybrid"
         k = k or self.settings.top_k
         principal = _principal(tenant, groups)
-        self._refresh()
         searcher = self.searcher  # one version for every query of the plan
         plan = self.planner(**dict(techniques or {})).plan(query, history)
         results = [
@@ -428,7 +469,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             for i, q in enumerate(plan.queries)
         ]
         res = replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
-        if self._tracing(trace):
+        if self.recorder.enabled(trace):
             from .core.trace import search_trace
 
             record = search_trace(
@@ -438,7 +479,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
                 collection=self.collection.name,
                 filters=params.filters,
             )
-            res = replace(res, trace_id=self._save_trace(principal, record, trace_key))
+            res = replace(res, trace_id=self.recorder.save(principal, record, trace_key))
         return res
 
     def check_size(self, query: str, filters: Mapping[str, Any] | Filters | None) -> None:
@@ -479,14 +520,17 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             ).hits
         )
 
-    def _generator(self, chat: Any = _SELF_CHAT) -> Any:
-        """The configured answerer; ``chat`` replaces the configured model (None: the
-        extractive answerer; the agent passes its budget-metered model)."""
+    def _generator(self, max_passages: int | None = None, chat: Any = _SELF_CHAT) -> Any:
+        """The answerer, reading at most ``max_passages`` distinct passages (``ask --k``,
+        else the ``answer_passages`` setting); ``chat`` replaces the configured model
+        (None: the extractive answerer; the agent passes its budget-metered model)."""
         from .generate import ExtractiveAnswerer
 
         s = self.settings
         chat = self.chat if chat is _SELF_CHAT else chat
-        gate = {} if s.min_evidence is None else {"min_evidence": s.min_evidence}
+        gate: dict[str, Any] = {"max_passages": max_passages or s.answer_passages}
+        if s.min_evidence is not None:
+            gate["min_evidence"] = s.min_evidence
         if chat is None:
             return ExtractiveAnswerer(language=s.language, **gate)
         from .generate.llm_answerer import LLMAnswerer
@@ -569,6 +613,16 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         import time
         from dataclasses import replace
 
+        from .core.trace import nothing_ingested
+
+        self.check_size(question, filters)
+        self._refresh()
+        if self.collection is None:  # nothing ingested yet, by anyone
+            empty = nothing_ingested(question)
+            if stream:
+                yield empty.text
+            yield empty
+            return
         ctx = self.context(
             question,
             tenant=tenant,
@@ -579,7 +633,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             reorder=False,
             history=history,
         )
-        plan, gen = ctx.plan, self._generator()
+        plan, gen = ctx.plan, self._generator(k or self.settings.answer_passages)
         t_gen = time.perf_counter()
         if self.chat is None:
             items: Iterable[str | Answer] = [gen.answer(plan.question, ctx.passages)]
@@ -591,9 +645,16 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
             if isinstance(item, Answer):
                 if plan.notes or plan.question != question:
                     item = replace(item, question=question, notes=(*plan.notes, *item.notes))
-                if self._tracing(trace):
-                    item = self._trace_answer(
-                        question, ctx, item, _principal(tenant, groups), filters, t_gen, trace_key
+                if self.recorder.enabled(trace):
+                    item = self.recorder.answer(
+                        question,
+                        ctx,
+                        item,
+                        _principal(tenant, groups),
+                        filters,
+                        t_gen,
+                        trace_key,
+                        count_tokens=self._count_tokens,
                     )
                 if stream and self.chat is None:  # the extractive answer comes whole
                     yield item.text
@@ -633,7 +694,7 @@ class Index(BindingMixin, TracingMixin, ResearchMixin):
         ctx = assemble(
             res.hits,
             # the budget is the generator's: its tokenizer counts (the embedder's for extractive)
-            count_tokens=self.chat.count_tokens if self.chat else self.embedder.count_tokens,
+            count_tokens=self._count_tokens,
             token_budget=self.settings.context_tokens,
             window=self.settings.context_window,
             max_per_doc=self.settings.context_max_per_doc,

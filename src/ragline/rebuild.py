@@ -13,6 +13,7 @@ version is written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +212,7 @@ def _copy_history(index: Any, target: Any, on_progress: Any) -> dict[str, Any]:
                     doc_key=vs.history_key(key, version),
                     source_uri=row["source_uri"],
                     content_hash=row["content_hash"],
-                    load=lambda c=content, m=meta: parsed_from_json(c, m),
+                    load=partial(parsed_from_json, content, meta),
                     modified_at=row["modified_at"],
                     metadata=meta,
                 )

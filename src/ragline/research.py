@@ -225,7 +225,7 @@ class ResearchMixin:
 
         class _Synth:
             def __init__(inner, chat: Any) -> None:
-                inner.gen = self._generator(chat)  # type: ignore[attr-defined]
+                inner.gen = self._generator(chat=chat)  # type: ignore[attr-defined]
 
             def answer(inner, q: str, hits: list[Hit]) -> Answer:
                 ctx = self._assemble(hits, principal)
@@ -380,7 +380,7 @@ class ResearchMixin:
         decision: Mapping[str, Any],
         hits: Sequence[Hit],
     ) -> Answer:
-        if not self._tracing(trace) or self.collection is None:  # type: ignore[attr-defined]
+        if not self.recorder.enabled(trace) or self.collection is None:  # type: ignore[attr-defined]
             return answer
         from .core.trace import add_answer, search_trace
         from .retrieve.search import SearchResult
@@ -405,7 +405,7 @@ class ResearchMixin:
             else {"decision": dict(decision), "stop_reason": "one_shot"}
         )
         record["timings_ms"] = {"total": round((time.perf_counter() - t0) * 1000, 3)}
-        tid = self._save_trace(principal, record, trace_key)  # type: ignore[attr-defined]
+        tid = self.recorder.save(principal, record, trace_key)  # type: ignore[attr-defined]
         return replace(answer, trace_id=tid)
 
 

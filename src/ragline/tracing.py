@@ -4,10 +4,19 @@ per tenant. The trace contents are built in :mod:`ragline.core.trace`, stored by
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core.types import Answer, Principal
+
+if TYPE_CHECKING:
+    from .binding import Binding
+    from .core.settings import Settings
+    from .store.db import Database
+
+
+EXPIRE_EVERY_S = 3600.0
 
 
 def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
@@ -16,27 +25,32 @@ def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
     return Principal(tenant=tenant, groups=tuple(groups or ()))
 
 
-class TracingMixin:
-    """Trace recording and lookup for :class:`~ragline.index.Index`."""
+class TraceRecorder:
+    """Records the traces of an index's searches and asks and reads them back per tenant.
+    ``binding`` says which collection they belong to; ``count_tokens`` is the
+    generator's tokenizer (the embedder's for the extractive answerer)."""
 
-    settings: Any
-    db: Any
-    collection: Any
-    embedder: Any
-    chat: Any
-    _traces_saved: int
+    def __init__(self, settings: Settings, db: Database, binding: Binding) -> None:
+        self.settings = settings
+        self.db = db
+        self.binding = binding
+        self._expired: dict[tuple[int, str], float] = {}
 
-    def _tracing(self, trace: bool | None) -> bool:
+    @property
+    def collection(self) -> Any:
+        return self.binding.collection
+
+    def enabled(self, trace: bool | None) -> bool:
         return self.settings.traces if trace is None else trace
 
-    def _save_trace(
-        self, principal: Principal, record: dict[str, Any], key_id: int | None = None
-    ) -> str:
+    def save(self, principal: Principal, record: dict[str, Any], key_id: int | None = None) -> str:
         from .store.traces import expire_traces, save_trace
 
-        self._traces_saved += 1
-        if self._traces_saved % 500 == 1:  # retention: on the first save, then every 500
-            expire_traces(self.db, self.settings.trace_retention_days)
+        where, now = (self.collection.id, principal.tenant), time.monotonic()
+        if now - self._expired.get(where, -EXPIRE_EVERY_S) >= EXPIRE_EVERY_S:
+            # retention: the tenant's expired rows only (by index), at most hourly
+            self._expired[where] = now
+            expire_traces(self.db, self.settings.trace_retention_days, *where)
         trace_id = save_trace(self.db, self.collection.id, principal, record, key_id=key_id)
         if self.settings.otel_export:
             from .otel import export_spans
@@ -83,7 +97,7 @@ class TracingMixin:
             self.db, self.collection.id, who, limit=limit, admin=admin, key_id=key_id
         )
 
-    def _trace_answer(
+    def answer(
         self,
         question: str,
         ctx: Any,
@@ -92,8 +106,9 @@ class TracingMixin:
         filters: Any,
         t_gen: float,
         key_id: int | None = None,
+        *,
+        count_tokens: Any,
     ) -> Answer:
-        import time
         from dataclasses import replace
 
         from .core.trace import add_answer, search_trace
@@ -106,13 +121,12 @@ class TracingMixin:
             filters=filters,
             kind="ask",
         )
-        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
         record = add_answer(
             record,
             ctx,
             answer,
             generate_ms=(time.perf_counter() - t_gen) * 1000,
-            count_tokens=count,
+            count_tokens=count_tokens,
         )
         record["generation"]["model"] = self.settings.generator
-        return replace(answer, trace_id=self._save_trace(principal, record, key_id))
+        return replace(answer, trace_id=self.save(principal, record, key_id))

@@ -34,15 +34,12 @@ def test_compare_runs_pairs_queries():
     assert out["mrr@10"] == {"a": 0.75, "b": 1.0, "diff": 0.25, "p_value": 1.0, "queries": 2}
 
 
-def test_cli_compare_two_versions(pg_url, schema, monkeypatch):
-    import ragline.index as index_mod
+def test_cli_compare_two_versions(pg_url, schema):
     from tests.fakes import FakeEmbedder
 
-    # the CLI reopens the collection: hand it the session's model instead of loading another
-    # copy per invocation (each copy stays in this test process's memory)
-    # (a fake model: real ONNX batches grow this process's memory for later tests' RSS bounds)
+    # a fake model (registered as a backend in conftest: the CLI reopens the collection
+    # with it): real ONNX batches grow this process's memory for later tests' RSS bounds
     fake = FakeEmbedder()
-    monkeypatch.setattr(index_mod, "_embedder_for", lambda model_id, threads=None: fake)
     idx = make_index(pg_url, schema, embedder=fake)
     idx.ingest(EXAMPLES)
     assert build_version(idx, chunking="fixed")["state"] == "ready"

@@ -97,14 +97,9 @@ def test_techniques_without_a_generator_are_noops_with_a_note(pg_url, schema):
     idx.close()
 
 
-def test_cli_ask_streams_and_prints_sources(pg_url, schema, monkeypatch):
-    import ragline.index as index_mod
-    from tests import fakes
-
+def test_cli_ask_streams_and_prints_sources(pg_url, schema):
     # the collection is built with the fake embedder; the CLI reopens it with the same one
-    monkeypatch.setattr(
-        index_mod, "_embedder_for", lambda model_id, threads=None: fakes.FakeEmbedder()
-    )
+    # (registered as a backend in conftest)
     with FakeChatServer(_script) as srv:
         _index(pg_url, schema, srv).close()
         env = {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}

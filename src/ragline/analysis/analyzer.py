@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from ..core.errors import ConfigError
@@ -83,7 +83,7 @@ class Analyzer:
 
         self.language = language
         self.ignorables = ignorables
-        self._stem_word = None
+        self._stem_word: Callable[[str], str] | None = None
         base = language.removesuffix(FOLDED_SUFFIX)
         folded = base != language and base in FOLDED
         self._stop = STOPWORDS.get(base if folded else language, frozenset())
@@ -108,7 +108,7 @@ class Analyzer:
                     + ", ".join(sorted([*Stemmer.algorithms(), UKRAINIAN, *names, PLAIN]))
                 )
             self._stem_word = Stemmer.Stemmer(language).stemWord
-        self._stem_cache: dict[str, str] = {}
+        self._stem_cache: dict[str, tuple[str, ...]] = {}
 
     @property
     def name(self) -> str:
@@ -120,29 +120,36 @@ class Analyzer:
         return _WORD.findall(_normalize(text, self.ignorables))
 
     def _stem(self, w: str) -> str:
-        t = self._stem_cache.get(w)
-        if t is None:
-            t = self._stem_word(w) if self._stem_word is not None else w
-            if len(self._stem_cache) < 500_000:
-                self._stem_cache[w] = t
-        return t
+        return self._stem_word(w) if self._stem_word is not None else w
+
+    def _word_terms(self, w: str) -> tuple[str, ...]:
+        """The terms one word contributes (none for a stop word or a run-on "word")."""
+        if len(w) > MAX_TERM_CHARS:
+            return ()
+        out: list[str] = []
+        if "_" in w and any(c.isdigit() for c in w):
+            out.append(w)  # ERR_4021 exactly, and its parts below
+            parts = [p for p in w.split("_") if p]
+        else:
+            parts = [w]
+        for p in parts:
+            if p in self._stop or (len(p) == 1 and not p.isdigit()):
+                continue
+            out.append(self._stem(p))
+        return tuple(out)
 
     def terms(self, text: str) -> list[str]:
         """Index terms in order of occurrence (duplicates kept), exact codes added."""
         norm = _normalize(text, self.ignorables)
         out: list[str] = []
+        cache = self._stem_cache  # word → its terms: one lookup per word once it is known
         for w in _WORD.findall(norm):
-            if len(w) > MAX_TERM_CHARS:
-                continue
-            if "_" in w and any(c.isdigit() for c in w):
-                out.append(w)  # ERR_4021 exactly, and its parts below
-                parts = [p for p in w.split("_") if p]
-            else:
-                parts = [w]
-            for p in parts:
-                if p in self._stop or (len(p) == 1 and not p.isdigit()):
-                    continue
-                out.append(self._stem(p))
+            t = cache.get(w)
+            if t is None:
+                t = self._word_terms(w)
+                if len(cache) < 500_000:
+                    cache[w] = t
+            out.extend(t)
         for m in _CODE.finditer(norm):
             code = m.group(0)
             if len(code) <= MAX_TERM_CHARS and any(c.isdigit() for c in code):

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 
 @lru_cache(maxsize=1)
-def _snowball():  # type: ignore[no-untyped-def]
+def _snowball():
     import Stemmer
 
     return Stemmer.Stemmer("czech").stemWord

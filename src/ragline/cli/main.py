@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ..core.errors import RaglineError
-from ..core.trace import answer_dict, search_dict
+from ..core.errors import NotFoundError, RaglineError
+from ..core.trace import NOTHING_INGESTED, answer_dict, search_dict
 from ..core.types import breadcrumb
 from .common import CHUNKING_CHOICES
 from .common import echo_json as _echo_json
@@ -234,8 +234,6 @@ def ingest(
     """Ingest files and folders (Markdown, text, HTML, PDF, DOCX, images). Unchanged files are skipped."""
     import os
 
-    from ..ingest.sources import iter_files
-
     if vectors_file is not None:
         if paths:
             raise click.UsageError("give either PATHS or --vectors FILE, not both")
@@ -251,11 +249,11 @@ def ingest(
     if pdf_password is not None:
         os.environ["RAGLINE_PDF_PASSWORD"] = pdf_password  # parse workers inherit it
 
-    files = list(iter_files(paths))
     index = obj.index(**_chunking_overrides(chunking))
-    bar, on_progress = _progress_bar(len(files), progress)
+    bar, on_progress = _progress_bar(None, progress)
     report = index.ingest(
-        [p for p, _ in files],
+        paths,
+        on_total=(lambda n: bar.reset(total=n)) if bar is not None else None,
         tenant=tenant,
         groups=groups,
         on_progress=on_progress,
@@ -329,7 +327,8 @@ def search(
     """Search the chunks the caller may read (BM25 + vector, fused with RRF)."""
     from ..core.filters import Filters
 
-    res = obj.index().search_result(
+    index = obj.index()
+    res = index.search_result(
         query,
         tenant=tenant,
         groups=groups,
@@ -338,6 +337,11 @@ def search(
         include_history=include_history,
         filters=Filters.from_pairs(filters),
     )
+    if NOTHING_INGESTED in res.notes:  # a script should notice: exit 1
+        raise NotFoundError(
+            f"collection {index.settings.collection!r} is empty: ingest documents first "
+            "(with embedder 'auto' the model is chosen from the first documents)"
+        )
     if as_json:
         _echo_json(search_dict(query, res))
         return

@@ -78,7 +78,10 @@ def search_dict(
 
 def nothing_ingested(question: str) -> Answer:
     """The answer of an index nobody has ingested into yet."""
-    return Answer.abstention(question, notes=("nothing has been ingested yet",))
+    return Answer.abstention(question, notes=(NOTHING_INGESTED,))
+
+
+NOTHING_INGESTED = "nothing has been ingested yet"
 
 
 def plan_dict(plan: Any) -> dict[str, Any] | None:

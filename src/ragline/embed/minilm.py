@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingDependencyError
 from .batching import embed_longest_first
@@ -61,9 +61,9 @@ class MiniLMEmbedder:
     def __init__(self, threads: int | None = None, batch_size: int = 32) -> None:
         self.threads = threads or max(1, min(os.cpu_count() or 1, 4))
         self.batch_size = batch_size
-        self._session = None
-        self._tokenizer = None
-        self._counter = None
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._counter: Any = None
         self._lock = threading.Lock()
         self.calls = 0  # number of embed_documents/embed_query calls that ran the model
         self.texts_embedded = 0

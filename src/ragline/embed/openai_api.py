@@ -56,7 +56,7 @@ def _post(
     try:
         import httpx
     except ImportError:
-        httpx = None
+        httpx = None  # type: ignore[assignment]
     if httpx is not None:
         try:
             r = httpx.post(url, content=body, headers=headers, timeout=timeout)

@@ -304,7 +304,7 @@ def record_search_trace(
         "leg_depth": leg_depth,
         "hits_total": len(result.hits),
     }
-    return str(index._save_trace(principal, record))
+    return str(index.recorder.save(principal, record))
 
 
 def read_traces(index: Any, ids: Mapping[str, str], *, tenant: str = "default") -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core.backends import Registry, Spec
 from ..core.errors import ConfigError, MissingDependencyError, RaglineError
 from ..embed.openai_api import _server_message, estimate_tokens, post_with_retries
 
@@ -365,7 +366,8 @@ class LlamaCppChat:
     def complete(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> str:
-        out: Any = self._llm.create_chat_completion(
+        llm: Any = self._llm  # llama_cpp's message TypedDicts: ours are plain dicts
+        out: Any = llm.create_chat_completion(
             messages=[dict(m) for m in messages], max_tokens=max_tokens, temperature=temperature
         )
         return out["choices"][0]["message"].get("content") or ""
@@ -373,32 +375,51 @@ class LlamaCppChat:
     def stream(
         self, messages: Sequence[Message], *, max_tokens: int = 512, temperature: float = 0.0
     ) -> Iterator[str]:
-        for chunk in self._llm.create_chat_completion(
+        llm: Any = self._llm
+        for chunk in llm.create_chat_completion(
             messages=[dict(m) for m in messages],
             max_tokens=max_tokens,
             temperature=temperature,
             stream=True,
         ):
-            piece = chunk["choices"][0].get("delta", {}).get("content")  # type: ignore[index]
+            piece = chunk["choices"][0].get("delta", {}).get("content")
             if piece:
                 yield piece
 
 
-def get_chat_model(spec: str, *, key_file: str | Path | None = None) -> ChatModel:
-    """``openai:MODEL@URL``, ``anthropic:MODEL[@URL]`` or ``llamacpp:PATH.gguf``."""
-    from ..embed import parse_openai_spec
+def _openai(spec: Spec, opt: dict[str, Any]) -> ChatModel:
+    model, url = spec.model_at_url("https://api.openai.com/v1")
+    return OpenAIChat(model, url, key_file=opt.get("key_file"))
 
-    if spec.startswith("openai:"):
-        model, url = parse_openai_spec(spec[len("openai:") :])
-        return OpenAIChat(model, url, key_file=key_file)
-    if spec.startswith("anthropic:"):
-        rest = spec[len("anthropic:") :]
-        at = max(rest.rfind("@http://"), rest.rfind("@https://"))
-        model, url = (rest[:at], rest[at + 1 :]) if at >= 0 else (rest, "https://api.anthropic.com")
-        return AnthropicChat(model, url, key_file=key_file)
-    if spec.startswith("llamacpp:"):
-        return LlamaCppChat(spec[len("llamacpp:") :])
-    raise ConfigError(
-        f"unknown generator {spec!r}; choose extractive, openai:MODEL@URL, anthropic:MODEL "
-        "or llamacpp:/path/model.gguf"
-    )
+
+def _anthropic(spec: Spec, opt: dict[str, Any]) -> ChatModel:
+    model, url = spec.model_at_url("https://api.anthropic.com")
+    return AnthropicChat(model, url, key_file=opt.get("key_file"))
+
+
+def _llamacpp(spec: Spec, _opt: dict[str, Any]) -> ChatModel:
+    return LlamaCppChat(spec.path())
+
+
+CHAT_MODELS = Registry(
+    "generators", noun="generator", also="extractive (the default; needs no model)"
+)
+CHAT_MODELS.add(
+    "openai", _openai, usage="openai:MODEL@URL", about="an OpenAI-compatible chat server"
+)
+CHAT_MODELS.add(
+    "anthropic", _anthropic, usage="anthropic:MODEL[@URL]", about="the Anthropic Messages API"
+)
+CHAT_MODELS.add(
+    "llamacpp",
+    _llamacpp,
+    usage="llamacpp:/path/model.gguf",
+    about="a local GGUF model in-process (llama-cpp-python)",
+)
+
+
+def get_chat_model(spec: str, *, key_file: str | Path | None = None) -> ChatModel:
+    """A chat model from its spec (``openai:MODEL@URL``, ``anthropic:MODEL[@URL]``,
+    ``llamacpp:PATH.gguf`` or a plug-in's); the extractive answerer needs none."""
+    chat: ChatModel = CHAT_MODELS.create(spec, key_file=key_file)
+    return chat

@@ -86,6 +86,12 @@ class _Pending:
     parsed: ParsedDocument
     chunks: list[Chunk]
     is_update: bool
+    hashes: list[str] = field(default_factory=list)
+    """``text_hash`` of each chunk's indexed text, computed once (cache key and row value)."""
+
+    def __post_init__(self) -> None:
+        if not self.hashes:
+            self.hashes.extend(text_hash(c.indexed_text) for c in self.chunks)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -158,7 +164,7 @@ class Ingestor:
         embedder: Any,
         chunker: Any,
         analyzer: Any,
-        on_progress: Callable[[str, int], None] | None = None,
+        on_progress: Callable[..., None] | None = None,
         embed: bool = True,
         parse_options: dict[str, Any] | None = None,
         keep_versions: int = 0,
@@ -241,19 +247,25 @@ class Ingestor:
         pending: list[_Pending] = []
         n_pending = 0
 
-        def lost(exc: Exception, args: tuple[Any, ...]) -> None:
-            for p in args[0]:
-                report.failed.append(
-                    Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
-                )
-
         def store(batch: Sequence[_Pending]) -> None:
             vectors = self._embed(batch, owner, report)
-            if vectors is not None:
-                writer.put(self._store, list(batch), vectors, owner, groups, report)
+            if vectors is None:
+                return
+            batch = list(batch)
+            heavy = sum(len(c.text) for p in batch for c in p.chunks) > HEAVY_BATCH_CHARS
+            writer.submit(
+                self._store,
+                batch,
+                vectors,
+                owner,
+                groups,
+                then=lambda fut: self._stored(batch, fut, report),
+                wait=heavy,
+            )
 
-        writer = BackgroundWriter(lost)
-        with writer, ParsePool(**self.parse_options) as pool:
+        writer = WriteAhead()
+        pool: ParsePool[tuple[Source, bool]] = ParsePool(**self.parse_options)
+        with writer, pool:
             for (src, is_update), parsed in pool.imap(to_parse()):
                 try:
                     if isinstance(parsed, Exception):
@@ -288,7 +300,7 @@ class Ingestor:
     ) -> dict[str, Any] | None:
         """Vectors of the batch's chunk texts by text hash (cache first, then the model);
         None (the batch failed, recorded) when embedding failed."""
-        texts = {text_hash(c.indexed_text): c.indexed_text for p in pending for c in p.chunks}
+        texts = {h: c.indexed_text for p in pending for c, h in zip(p.chunks, p.hashes)}
         try:
             vectors = cached_embeddings(self.db, self.embedder.model_id, owner.tenant, texts)
             report.cached += len(vectors)
@@ -313,9 +325,9 @@ class Ingestor:
         vectors: dict[str, Any],
         owner: Principal,
         groups: Sequence[str],
-        report: IngestReport,
-    ) -> None:
-        """Analyze and write one embedded batch (the writer thread runs this)."""
+    ) -> tuple[list[DocumentWrite], list[Any]]:
+        """Analyze and write one embedded batch (in the writer thread); the writes and
+        their results."""
         writes: list[DocumentWrite] = []
         for p in pending:
             meta = {**p.parsed.metadata, **p.source.metadata, **self.extra_metadata}
@@ -328,8 +340,7 @@ class Ingestor:
                     terms=Counter(self.analyzer.terms(c.indexed_text, language)),
                     text_hash=h,
                 )
-                for c in p.chunks
-                for h in (text_hash(c.indexed_text),)
+                for c, h in zip(p.chunks, p.hashes)
             ]
             writes.append(
                 DocumentWrite(
@@ -353,6 +364,18 @@ class Ingestor:
             )
         except Exception as exc:  # the database failed the whole batch
             results = [exc] * len(writes)
+        return writes, results
+
+    def _stored(self, pending: Sequence[_Pending], future: Any, report: IngestReport) -> None:
+        """Record a written batch (in the caller's thread: progress callbacks run here)."""
+        try:
+            writes, results = future.result()
+        except Exception as exc:  # analysis failed: the batch is lost, say so
+            for p in pending:
+                report.failed.append(
+                    Failure(p.source.source_uri, f"could not store: {exc}", type(exc).__name__)
+                )
+            return
         for p, w, res in zip(pending, writes, results):
             if isinstance(res, Exception):
                 report.failed.append(
@@ -366,39 +389,50 @@ class Ingestor:
             self.on_progress(p.source.doc_key, len(w.chunks), pages)
 
 
-class BackgroundWriter:
-    """Runs store steps in a thread of its own, in order, so the caller prepares the next
+class WriteAhead:
+    """One store step at a time in a thread of its own, so the caller prepares the next
     batch (parses, embeds — the model releases the GIL —, analyzes) while the database
-    writes this one; at most one step waits. A step that raises is handed to ``on_error``
-    with its arguments (a batch is never lost silently). Leaving the block waits for the
-    last step."""
+    writes this one. A step's outcome is handed back in the caller's thread (``then``
+    gets the step's future): report updates, progress callbacks and their exceptions stay
+    with the caller. At most one step is in flight; a heavy one (``wait=True``, e.g. a
+    batch of very large documents) is waited for at once, so memory holds one batch."""
 
-    def __init__(self, on_error: Callable[[Exception, tuple[Any, ...]], None]) -> None:
-        import queue
-        import threading
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
 
-        self.on_error = on_error
-        self._q: queue.Queue[Any] = queue.Queue(maxsize=1)
-        self._thread = threading.Thread(target=self._run, name="ragline-writer", daemon=True)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragline-writer")
+        self._pending: tuple[Any, Callable[[Any], None]] | None = None
 
-    def __enter__(self) -> BackgroundWriter:
-        self._thread.start()
+    def __enter__(self) -> WriteAhead:
         return self
 
-    def put(self, step: Callable[..., None], *args: Any) -> None:
-        self._q.put((step, args))
+    def submit(
+        self, step: Callable[..., Any], *args: Any, then: Callable[[Any], None], wait: bool = False
+    ) -> None:
+        self.drain()
+        self._pending = (self._pool.submit(step, *args), then)
+        if wait:
+            self.drain()
 
-    def _run(self) -> None:
-        while (item := self._q.get()) is not None:
-            step, args = item
-            try:
-                step(*args)
-            except Exception as exc:  # noqa: BLE001 - reported through on_error
-                self.on_error(exc, args)
+    def drain(self) -> None:
+        """Wait for the step in flight and hand its outcome to its ``then``."""
+        if self._pending is not None:
+            future, then = self._pending
+            self._pending = None
+            then(future)
 
     def __exit__(self, *exc: Any) -> None:
-        self._q.put(None)
-        self._thread.join()
+        try:
+            if exc[0] is None:
+                self.drain()
+            elif self._pending is not None:  # failing anyway: let the write finish quietly
+                self._pending[0].exception()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
+HEAVY_BATCH_CHARS = 16 << 20
+"""A batch holding more text than this is written before the next one is prepared."""
 
 
 def backfill_embeddings(

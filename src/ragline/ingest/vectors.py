@@ -242,20 +242,14 @@ class VectorIngestor:
         self.on_progress = on_progress or (lambda *_a: None)
 
     def ingest(self, docs: Iterable[VectorDocument], *, owner: Principal) -> Any:
-        from .pipeline import BackgroundWriter, Failure, IngestReport, windows
+        from .pipeline import IngestReport, WriteAhead, windows
 
         report = IngestReport()
         t0 = time.perf_counter()
         default_groups = tuple(sorted(set(owner.groups)))
         batch: list[tuple[VectorDocument, bool]] = []
 
-        def lost(exc: Exception, args: tuple[Any, ...]) -> None:
-            for doc, _ in args[0]:
-                report.failed.append(
-                    Failure(doc.key, f"could not store: {exc}", type(exc).__name__)
-                )
-
-        with BackgroundWriter(lost) as writer:
+        with WriteAhead() as writer:
             for some in windows(docs, 1000):
                 self._ingest_some(some, owner, default_groups, report, writer, batch)
             if batch:
@@ -357,17 +351,26 @@ class VectorIngestor:
                     content=None,
                 )
             )
-        writer.put(self._store, list(batch), writes, report)
-
-    def _store(
-        self, batch: Sequence[tuple[VectorDocument, bool]], writes: Sequence[Any], report: Any
-    ) -> None:
         from ..store.writes import write_documents
+
+        batch = list(batch)
+        writer.submit(
+            lambda: write_documents(
+                self.db, self.collection, writes, keep_versions=self.keep_versions
+            ),
+            then=lambda fut: self._stored(batch, fut, report),
+        )
+
+    def _stored(
+        self, batch: Sequence[tuple[VectorDocument, bool]], future: Any, report: Any
+    ) -> None:
+        """Record a written batch (in the caller's thread: progress callbacks run here)."""
         from .pipeline import Failure
 
-        results = write_documents(
-            self.db, self.collection, writes, keep_versions=self.keep_versions
-        )
+        try:
+            results = future.result()
+        except Exception as exc:  # the database failed the whole batch
+            results = [exc] * len(batch)
         for (doc, is_update), res in zip(batch, results):
             if isinstance(res, Exception):
                 report.failed.append(

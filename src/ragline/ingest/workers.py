@@ -252,12 +252,12 @@ class ParsePool(Generic[T]):
                 yield key, results.pop(head)
                 continue
             busy = [w for w in self._pool if w.task is not None]
-            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic()) if busy else None
-            ready = wait([w.conn for w in busy], timeout=timeout)
+            wait_s = max(0.0, min(w.deadline for w in busy) - time.monotonic()) if busy else None
+            ready = wait([w.conn for w in busy], timeout=wait_s)
             now = time.monotonic()
             for w in list(busy):
+                assert w.task is not None
                 tid = w.task
-                assert tid is not None
                 if w.conn in ready:
                     try:
                         msg = w.conn.recv()

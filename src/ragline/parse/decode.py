@@ -45,13 +45,16 @@ _SNIFF_BYTES = 4096
 _ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252", "ascii": "cp1252"}
 
 
+DecodedSource = Literal["bom", "declared", "utf-8", "detected"]
+
+
 @dataclass(frozen=True)
 class DecodedText:
     """Decoded text and the encoding (a Python codec name) it was read with."""
 
     text: str
     encoding: str
-    source: Literal["bom", "declared", "utf-8", "detected"]
+    source: DecodedSource
 
 
 def decode_bytes(
@@ -78,7 +81,7 @@ def clean_text(text: str) -> str:
     return _CONTROL_RE.sub("", text)
 
 
-def _decode(data: bytes, *, path: str, declared: str) -> tuple[str, str, str]:
+def _decode(data: bytes, *, path: str, declared: str) -> tuple[str, str, DecodedSource]:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return _strict(data[len(bom) :], encoding, path, "byte-order mark"), encoding, "bom"
@@ -90,10 +93,10 @@ def _decode(data: bytes, *, path: str, declared: str) -> tuple[str, str, str]:
     _reject_binary(data, path)
 
     if declared != "none":
-        encoding = _declared_encoding(data, declared)
-        if encoding:
+        declared_as = _declared_encoding(data, declared)
+        if declared_as:
             try:
-                return data.decode(encoding), encoding, "declared"
+                return data.decode(declared_as), declared_as, "declared"
             except (UnicodeDecodeError, LookupError):
                 pass  # A wrong declaration is common; fall through to the evidence.
 

@@ -130,10 +130,10 @@ def _clean_chars(chars: list[dict]) -> list[dict]:
     for c in chars:
         if c["text"].isspace() and c["upright"]:
             mid = (c["x0"] + c["x1"]) / 2
-            key = int(c["top"] // 4)
+            row_key = int(c["top"] // 4)
             covered = False
-            for k in (key - 1, key, key + 1):
-                row = rows.get(k, ())
+            for k in (row_key - 1, row_key, row_key + 1):
+                row = rows.get(k, [])
                 i = bisect_left(row, (mid, mid))
                 for x0, x1 in row[max(0, i - 2) : i + 1]:
                     if x0 < mid < x1:
@@ -296,13 +296,13 @@ def _table_grid(table: Any, chars: list[dict]) -> list[list[str]] | None:
     # A slot pdfplumber leaves empty is covered by a merged cell: repeat its text.
     columns = table.columns
     for r, row in enumerate(rows):
-        for c, slot in enumerate(row.cells):
-            if slot is None and c < len(columns):
-                x = (columns[c].bbox[0] + columns[c].bbox[2]) / 2
+        for col, slot in enumerate(row.cells):
+            if slot is None and col < len(columns):
+                x = (columns[col].bbox[0] + columns[col].bbox[2]) / 2
                 y = (row.bbox[1] + row.bbox[3]) / 2
                 for bbox in cells:
                     if bbox[0] <= x <= bbox[2] and bbox[1] <= y <= bbox[3]:
-                        grid[r][c] = texts[tuple(bbox)]
+                        grid[r][col] = texts[tuple(bbox)]
                         break
     filled = sum(1 for row in grid for text in row if text)
     total = sum(len(row) for row in grid)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..core.backends import Registry, Spec
 from ..core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,29 +40,50 @@ STAGE = "rerank"
 """The key rerankers write into ``Hit.scores`` and ``Hit.ranks``."""
 
 
-RERANKER_SPECS = {
-    "onnx:/path/to/dir": "a local cross-encoder exported to ONNX",
-    "tei:http://host:port": "a Text Embeddings Inference /rerank server",
-    "cohere:MODEL@http://host:port/v1": "a Cohere/Jina-shaped /rerank server (vLLM, Infinity, llama.cpp)",
-}
+def _onnx(spec: Spec, opt: dict[str, Any]) -> Any:
+    from .cross_encoder import CrossEncoderReranker
+
+    return CrossEncoderReranker(spec.path(), latency_budget_ms=opt.get("latency_budget_ms"))
+
+
+def _tei(spec: Spec, _opt: dict[str, Any]) -> Any:
+    from .http import HttpReranker
+
+    return HttpReranker(spec.url(), api="tei")
+
+
+def _cohere(spec: Spec, _opt: dict[str, Any]) -> Any:
+    from .http import HttpReranker
+
+    at = max(spec.target.rfind("@http://"), spec.target.rfind("@https://"))
+    if at < 0:  # the model may be left out: cohere:@http://host/v1
+        raise ConfigError(f"{spec.text!r} names no server; write cohere:MODEL@http://host:port/v1")
+    model, url = spec.target[:at], spec.target[at + 1 :]
+    return HttpReranker(url, model=model or None, api="cohere", api_key_env="RERANK_API_KEY")
+
+
+RERANKERS = Registry("rerankers", noun="reranker")
+RERANKERS.add(
+    "onnx", _onnx, usage="onnx:/path/to/dir", about="a local cross-encoder exported to ONNX"
+)
+RERANKERS.add(
+    "tei",
+    _tei,
+    usage="tei:http://host:port",
+    about="a Text Embeddings Inference /rerank server",
+)
+RERANKERS.add(
+    "cohere",
+    _cohere,
+    usage="cohere:MODEL@http://host:port/v1",
+    about="a Cohere/Jina-shaped /rerank server (vLLM, Infinity, llama.cpp)",
+)
+RERANKER_SPECS = RERANKERS.usages()
 
 
 def get_reranker(spec: str, *, latency_budget_ms: float | None = None) -> Any:
     """Build a reranker from a spec string (see :data:`RERANKER_SPECS`)."""
-    if spec.startswith("onnx:") and spec[5:]:
-        from .cross_encoder import CrossEncoderReranker
-
-        return CrossEncoderReranker(spec[5:], latency_budget_ms=latency_budget_ms)
-    if spec.startswith("tei:http"):
-        from .http import HttpReranker
-
-        return HttpReranker(spec[4:], api="tei")
-    if spec.startswith("cohere:") and "@http" in spec:
-        from .http import HttpReranker
-
-        model, url = spec[7:].rsplit("@", 1)
-        return HttpReranker(url, model=model or None, api="cohere", api_key_env="RERANK_API_KEY")
-    raise ConfigError(f"unknown reranker {spec!r}; use one of: {', '.join(RERANKER_SPECS)}")
+    return RERANKERS.create(spec, latency_budget_ms=latency_budget_ms)
 
 
 def rank_by_scores(hits: Sequence[Hit], scores: Sequence[float | None], top_k: int) -> list[Hit]:

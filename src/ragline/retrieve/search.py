@@ -39,6 +39,8 @@ class SearchResult:
     trace_id: str | None = None
     bm25_query: Mapping[str, Any] = field(default_factory=dict)
     """What the BM25 leg searched for: ``{"languages": [...], "terms": [...]}``."""
+    notes: tuple[str, ...] = ()
+    """Why nothing could be searched (``ragline.core.trace.NOTHING_INGESTED``)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ class HybridSearcher:
     @property
     def has_parents(self) -> bool:
         """Whether the collection is chunked parent–child (hits carry their parents)."""
-        return str(self.collection.chunker).startswith("parent-child")
+        from ..chunk import strategy_of
+
+        return strategy_of(str(self.collection.chunker)) == "parent-child"
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -279,7 +283,7 @@ def fuse_results(results: Sequence[SearchResult], k: int, rrf_k: int = RRF_K) ->
     for r in results:
         for h in r.hits:
             by_id.setdefault(h.chunk_id, h)
-    hits = []
+    hits: list[Hit] = []
     for cid, score in ranked[:k]:
         h = by_id[cid]
         hits.append(

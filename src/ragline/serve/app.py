@@ -14,7 +14,7 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -264,7 +264,7 @@ def _sse(event: str, data: Any) -> str:
 def create_app(
     index: Any,
     *,
-    sync_roots: tuple[Path, ...] | list[Path] = (),
+    sync_roots: Iterable[str | Path] = (),
     upload_dir: Path | None = None,
     rate_limit: int | None = None,
     metrics_token: str | None = None,

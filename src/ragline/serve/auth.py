@@ -75,7 +75,7 @@ def _caller(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     x_api_key: Annotated[str | None, Depends(_header)],
 ) -> Caller:
-    return request.app.state.server.caller(bearer, x_api_key)  # type: ignore[no-any-return]
+    return request.app.state.server.caller(bearer, x_api_key)
 
 
 def _admin(c: Annotated[Caller, Depends(_caller)]) -> Caller:

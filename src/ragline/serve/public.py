@@ -61,7 +61,7 @@ class PublicView:
 
     def _walk(self, obj: Any, roots: list[str]) -> Any:
         if isinstance(obj, dict):
-            out = {}
+            out: dict[str, Any] = {}
             for k, v in obj.items():
                 if k in _ID_KEYS and isinstance(v, int) and not isinstance(v, bool):
                     out[k] = self.codec.encode(_ID_KEYS[k], v)

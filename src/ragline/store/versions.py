@@ -273,8 +273,15 @@ def document_versions(db: Database, collection: Collection) -> dict[tuple[str, s
             "FROM documents WHERE collection_id = %s",
             (collection.id,),
         ).fetchall()
-    cols = ("id", "is_current", "groups", "source_uri", "content_hash", "modified_at")
-    cols += ("ingested_at", "metadata", "content")
+    cols: tuple[str, ...] = (
+        "id",
+        "is_current",
+        "groups",
+        "source_uri",
+        "content_hash",
+        "modified_at",
+    )
+    cols = (*cols, "ingested_at", "metadata", "content")
     return {(r[0], r[1], r[2]): dict(zip(cols, r[3:])) for r in rows}
 
 

@@ -360,7 +360,7 @@ def _copy_chunks(
 
     out: dict[tuple[tuple[str, tuple[str, ...]], int], list[Any]] = {}
     next_id = iter(ids)
-    parents_rows = []
+    parents_rows: list[tuple[Any, ...]] = []
     with conn.cursor() as cur:
         with cur.copy(_CHUNK_COPY) as cp:
             cp.set_types(_CHUNK_TYPES)

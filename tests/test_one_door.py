@@ -1,0 +1,96 @@
+"""The bugs a reading of the seams found (issue 15), each at the boundary users touch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import cli_runner, make_index
+
+
+def _docs(tmp_path, n=3):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"d{i}.md").write_text(
+            f"# Battery {i}\n\nThe X-{i} battery lasts {10 + i} hours on a full charge. "
+            f"Charging the X-{i} battery takes two hours.\n"
+        )
+    return folder
+
+
+def test_an_index_opened_before_any_ingest_sees_documents_ingested_elsewhere(
+    pg_url, schema, tmp_path, minilm
+):
+    """Bug 1: a server worker started on an empty database kept answering 'nothing
+    ingested' after another process had ingested (its refresh returned early)."""
+    early = make_index(pg_url, schema)  # embedder "auto": nothing bound yet
+    empty = early.search_result("battery hours")
+    assert empty.hits == () and "nothing has been ingested yet" in empty.notes
+    assert early.ask("How long does the battery last?").abstained
+
+    other = make_index(pg_url, schema, embedder=minilm)  # another process
+    other.ingest(_docs(tmp_path))
+    other.close()
+
+    res = early.search_result("How long does the X-1 battery last?", mode="hybrid")
+    assert res.hits and res.hits[0].source.endswith("d1.md")
+    answer = early.ask("How long does the X-1 battery last?")
+    assert not answer.abstained and answer.citations
+    early.close()
+
+
+def test_ask_reads_as_many_passages_as_asked(pg_url, schema, tmp_path):
+    """Bug 2: ``answer_passages`` / ``ask --k`` were ignored (every answerer cut to 5)."""
+    from tests.fakes import FakeEmbedder
+
+    folder = _docs(tmp_path, n=8)
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder(), answer_passages=1)
+    idx.ingest(folder)
+    q = "How long does the battery last on a full charge?"
+    one = idx.ask(q, mode="bm25")
+    assert len({h.doc_key for h in one.hits}) == 1
+    seven = idx.ask(q, mode="bm25", k=7)
+    assert len({h.doc_key for h in seven.hits}) == 7
+    idx.close()
+
+
+def test_ingest_of_a_folder_skips_what_it_cannot_read_and_succeeds(pg_url, schema, tmp_path):
+    """Bug 3: the CLI walked the folder twice and named every file explicitly, so a
+    ``.csv`` in the folder failed the command (exit 1)."""
+    folder = _docs(tmp_path, n=2)
+    (folder / "prices.csv").write_text("item,price\nx,1\n")
+    run = cli_runner(
+        {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
+    )
+    report = json.loads(run("ingest", str(folder), "--json").output)
+    assert len(report["added"]) == 2 and not report["failed"]
+    assert [s["source"] for s in report["skipped"]] == [str(folder / "prices.csv")]
+
+
+def test_the_documents_read_to_choose_the_model_are_not_parsed_again(pg_url, schema, tmp_path):
+    """Bug 4: with embedder "auto" the first five files were parsed twice (once to pick
+    the model, once to ingest)."""
+    from ragline.ingest.sources import file_source
+
+    folder = _docs(tmp_path, n=7)
+    idx = make_index(pg_url, schema)
+    sources = [file_source(p) for p in sorted(folder.iterdir())]
+    handed_on = list(idx.binding.choose_embedder(iter(sources)))
+    assert [s.doc_key for s in handed_on] == [s.doc_key for s in sources]
+    # the five sampled come back parsed (no file to parse again), the rest untouched
+    assert [s.path is None for s in handed_on] == [True] * 5 + [False] * 2
+    assert "X-0 battery lasts 10 hours" in handed_on[0].load().text
+    report = idx.ingest_sources(handed_on)
+    assert len(report.added) == 7 and not report.failed
+    idx.close()
+
+
+@pytest.mark.parametrize("n", [1])
+def test_the_cli_still_says_an_empty_collection_is_empty(pg_url, schema, n):
+    run = cli_runner(
+        {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
+    )
+    out = run("search", "x", code=1).output
+    assert "ingest documents first" in out
