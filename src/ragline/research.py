@@ -330,10 +330,10 @@ class ResearchMixin:
             rewrite_margin=s.agent_rewrite_margin,
         )
         run = loop.run(question, seed=seed, decision=decision)
-        a = run.answer
-        assert a is not None
+        ans = run.answer
+        assert ans is not None
         a = replace(
-            a,
+            ans,
             question=asked,
             notes=(*run.notes, *a.notes),
             agent={

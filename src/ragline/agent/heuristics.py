@@ -188,7 +188,7 @@ def _feedback_terms(
     if not kept:
         return []
     top = list(kept[:3])
-    counts: Counter[str] = Counter()
+    counts: dict[str, float] = {}
     docs_with: Counter[str] = Counter()
     surface: dict[str, str] = {}
     for rank, h in enumerate(top):
@@ -198,7 +198,7 @@ def _feedback_terms(
             if not ts or ts[0] in qset or len(w) < 3 or w.isdigit():
                 continue
             t = ts[0]
-            counts[t] += 1.0 / (rank + 1)
+            counts[t] = counts.get(t, 0.0) + 1.0 / (rank + 1)
             seen.add(t)
             surface.setdefault(t, w)
         docs_with.update(seen)

@@ -53,7 +53,7 @@ def parse_object(text: str) -> dict[str, Any]:
         raise StepFailed("no JSON object in the reply")
     try:
         obj = json.loads(m.group(0))
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise StepFailed(f"invalid JSON ({exc.msg})") from None
     if not isinstance(obj, dict):
         raise StepFailed("the reply is not a JSON object")

@@ -191,7 +191,7 @@ class AgentLoop:
 
         # plan
         t = time.perf_counter()
-        subqs = llm_step("plan", lambda: llm.plan(question)) if llm else None  # type: ignore[union-attr]
+        subqs = llm_step("plan", lambda: llm.plan(question)) if llm else None
         by = "model" if subqs else "heuristic"
         if not subqs:
             subqs = H.plan(question)

@@ -24,13 +24,11 @@ def merge_answers(question: str, parts: Sequence[Answer]) -> Answer:
         for c in a.citations:
             sources.append(by_chunk.get(c.chunk_id) or _hit_of(c))
             quotes[len(sources)] = c.quote
-        texts.append(
-            re.sub(
-                MARKER,
-                lambda m, o=offset: "".join(f"[{int(x) + o}]" for x in m.group(1).split(",")),
-                a.text,
-            )
-        )
+
+        def shift(m: re.Match[str], o: int = offset) -> str:
+            return "".join(f"[{int(x) + o}]" for x in m.group(1).split(","))
+
+        texts.append(re.sub(MARKER, shift, a.text))
     text, citations = renumber_markers(" ".join(texts), sources, quotes)
     hits = list({h.chunk_id: h for a in parts for h in a.hits}.values())
     return Answer(
