@@ -335,7 +335,7 @@ class ResearchMixin:
         a = replace(
             ans,
             question=asked,
-            notes=(*run.notes, *a.notes),
+            notes=(*run.notes, *ans.notes),
             agent={
                 **decision,
                 "stop_reason": run.stop_reason,
