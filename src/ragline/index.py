@@ -599,7 +599,7 @@ class Index(ResearchMixin):
             ).hits
         )
 
-    def _generator(self, max_passages: int, chat: Any = _SELF_CHAT) -> Any:
+    def _generator(self, max_passages: int | None = None, chat: Any = _SELF_CHAT) -> Any:
         """The answerer, reading at most ``max_passages`` distinct passages (``ask --k``,
         else the ``answer_passages`` setting); ``chat`` replaces the configured model
         (None: the extractive answerer; the agent passes its budget-metered model)."""
@@ -607,7 +607,7 @@ class Index(ResearchMixin):
 
         s = self.settings
         chat = self.chat if chat is _SELF_CHAT else chat
-        gate: dict[str, Any] = {"max_passages": max_passages}
+        gate: dict[str, Any] = {"max_passages": max_passages or s.answer_passages}
         if s.min_evidence is not None:
             gate["min_evidence"] = s.min_evidence
         if chat is None:

@@ -225,7 +225,7 @@ class ResearchMixin:
 
         class _Synth:
             def __init__(inner, chat: Any) -> None:
-                inner.gen = self._generator(s.answer_passages, chat)  # type: ignore[attr-defined]
+                inner.gen = self._generator(chat=chat)  # type: ignore[attr-defined]
 
             def answer(inner, q: str, hits: list[Hit]) -> Answer:
                 ctx = self._assemble(hits, principal)
@@ -330,12 +330,12 @@ class ResearchMixin:
             rewrite_margin=s.agent_rewrite_margin,
         )
         run = loop.run(question, seed=seed, decision=decision)
-        final = run.answer
-        assert final is not None
+        ans = run.answer
+        assert ans is not None
         a = replace(
-            final,
+            ans,
             question=asked,
-            notes=(*run.notes, *final.notes),
+            notes=(*run.notes, *ans.notes),
             agent={
                 **decision,
                 "stop_reason": run.stop_reason,

@@ -10,7 +10,8 @@ the heuristic takes over whenever its output is unusable. The Index door is
 
 from .budget import STOP_REASONS, Budget, BudgetExhausted, Meter, MeteredChat
 from .heuristics import SourceInfo, Verdict
-from .loop import AgentLoop, AgentRun, Kept, merge_answers
+from .loop import AgentLoop, AgentRun, Kept
+from .synthesis import merge_answers
 
 __all__ = [
     "STOP_REASONS",

@@ -14,11 +14,9 @@ the budgets and the bad-input behaviour are tested without a database.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from ..core.errors import RaglineError
@@ -26,6 +24,7 @@ from ..core.types import Answer, Hit
 from . import heuristics as H
 from .budget import Budget, BudgetExhausted, Meter, MeteredChat
 from .llm_steps import LLMSteps
+from .synthesis import merge_answers
 
 Search = Callable[[str, str], Sequence[Hit]]
 """``search(query, source)`` → the caller's permitted hits of ``source``, best first."""
@@ -223,7 +222,7 @@ class AgentLoop:
             if meter.refused:  # a model call was refused: the model budget is spent
                 stop = meter.refused[0]
                 break
-            if meter.out_of_time():
+            if meter.out_of_time() and meter.steps > 0:  # the first search always runs
                 stop = "time"
                 break
             if meter.out_of_steps():
@@ -596,55 +595,3 @@ def _interleave(needs: Sequence[_Need], limit: int) -> list[Kept]:
                 seen.add(g[i].hit.chunk_id)
         i += 1
     return out
-
-
-def _shift_markers(m: re.Match[str], *, offset: int) -> str:
-    return "".join(f"[{int(x) + offset}]" for x in m.group(1).split(","))
-
-
-def merge_answers(question: str, parts: Sequence[Answer]) -> Answer:
-    """One answer from answers to the parts of a question: texts joined, citations
-    renumbered across them (a passage cited by two parts keeps one number)."""
-    from ..generate.citations import MARKER, renumber_markers
-
-    sources: list[Hit] = []
-    quotes: dict[int, str] = {}
-    texts = []
-    for a in parts:
-        by_chunk = {h.chunk_id: h for h in a.hits}
-        offset = len(sources)
-        for c in a.citations:
-            sources.append(by_chunk.get(c.chunk_id) or _hit_of(c))
-            quotes[len(sources)] = c.quote
-        texts.append(
-            re.sub(
-                MARKER,
-                partial(_shift_markers, offset=offset),
-                a.text,
-            )
-        )
-    text, citations = renumber_markers(" ".join(texts), sources, quotes)
-    hits = list({h.chunk_id: h for a in parts for h in a.hits}.values())
-    return Answer(
-        question=question,
-        text=text,
-        citations=citations,
-        abstained=False,
-        hits=tuple(hits),
-        generator=parts[0].generator,
-        evidence=min(p.evidence for p in parts),
-        grounded_ratio=None
-        if any(p.grounded_ratio is None for p in parts)
-        else sum(p.grounded_ratio or 0 for p in parts) / len(parts),
-        claims=tuple(c for p in parts for c in p.claims),
-        notes=tuple(n for p in parts for n in p.notes),
-        prompt_tokens=None
-        if all(p.prompt_tokens is None for p in parts)
-        else sum(p.prompt_tokens or 0 for p in parts),
-    )
-
-
-def _hit_of(c: Any) -> Hit:
-    return Hit(
-        c.chunk_id, 0, c.doc_key, c.title, c.source, c.quote, 0.0, 0, tuple(c.heading_path), c.page
-    )
