@@ -58,8 +58,7 @@ def test_backends_are_chosen_by_the_registries_not_by_prefixes():
     assert chains == []
 
 
-def test_index_has_no_mixins_of_its_own_state():
+def test_index_composes_instead_of_inheriting():
     tree = ast.parse((SRC / "index.py").read_text())
     (index,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Index"]
-    bases = [getattr(b, "id", "") for b in index.bases]
-    assert "BindingMixin" not in bases and "TracingMixin" not in bases
+    assert index.bases == []  # collaborators are composed (Binding, TraceRecorder, Research, Admin)

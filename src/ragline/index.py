@@ -15,13 +15,13 @@ from .core.errors import ConfigError
 from .core.filters import Filters
 from .core.settings import Settings
 from .core.types import Answer, Hit
-from .research import ResearchMixin
+from .research import Research
 from .tracing import TraceRecorder, _principal
 
 _SELF_CHAT: Any = object()
 
 
-class Index(ResearchMixin):
+class Index:
     """Ingest, search and ask over one collection of one database."""
 
     def __init__(
@@ -55,6 +55,7 @@ class Index(ResearchMixin):
             settings, self.db, MultiAnalyzer(settings.language), chat=lambda: self.chat, pin=pin
         )
         self.recorder = TraceRecorder(settings, self.db, self.binding)
+        self.researcher = Research(self)
         existing = pin or active_collection(self.db, settings.collection)
         if embedder is not None:
             self.binding.bind(embedder)
@@ -115,6 +116,33 @@ class Index(ResearchMixin):
         if self.collection is None:
             return None
         return get_document_by_id(self.db, self.collection, tenant, doc_id)
+
+    # -- sources and the agent loop (see :class:`~ragline.research.Research`) ------------
+    def declare_source(self, name: str, description: str = "", **kw: Any) -> dict[str, Any]:
+        """Declare collection ``name`` a source the agent may route to (:meth:`Research.declare_source`)."""
+        return self.researcher.declare_source(name, description, **kw)
+
+    def remove_source(self, name: str) -> None:
+        self.researcher.remove_source(name)
+
+    def sources(self, **who: Any) -> list[dict[str, Any]]:
+        """The declared sources the caller may read (:meth:`Research.sources`)."""
+        return self.researcher.sources(**who)
+
+    def routes(self, **who: Any) -> bool:
+        """Whether the caller's asks are routed among sources (:meth:`Research.routes`)."""
+        return self.researcher.routes(**who)
+
+    def research(self, question: str, **kw: Any) -> Answer:
+        """Answer through the agent loop (:meth:`Research.research`)."""
+        from .core.trace import nothing_ingested
+
+        self._refresh()
+        if self.collection is None:  # nothing ingested yet, by anyone
+            self.check_size(question, kw.get("filters"))
+            return nothing_ingested(question)
+        answer: Answer = self.researcher.research(question, **kw)
+        return answer
 
     # -- traces (see :class:`~ragline.tracing.TraceRecorder`) --------------------------
     def trace(self, trace_id: str, **who: Any) -> dict[str, Any] | None:

@@ -23,15 +23,13 @@ from .tracing import _principal
 AGENT_MODES = ("off", "auto", "on")
 
 
-class ResearchMixin:
-    """Sources and the agent loop for :class:`~ragline.index.Index`."""
+class Research:
+    """Sources and the agent loop of an :class:`~ragline.index.Index` (``index.researcher``;
+    the index's ``research``, ``declare_source``, ``sources`` … delegate here)."""
 
-    settings: Any
-    db: Any
-    collection: Any
-    embedder: Any
-    analyzer: Any
-    chat: Any
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self._source_searchers: dict[int, Any] = {}
 
     # -- sources ----------------------------------------------------------------------
     def declare_source(
@@ -43,13 +41,13 @@ class ResearchMixin:
 
         if isinstance(groups, str):
             groups = [g for g in groups.split(",") if g.strip()]
-        row = declare_source(self.db, name, description, groups)
+        row = declare_source(self.index.db, name, description, groups)
         return {"name": row.name, "description": row.description, "groups": list(row.groups)}
 
     def remove_source(self, name: str) -> None:
         from .store.sources import remove_source
 
-        remove_source(self.db, name)
+        remove_source(self.index.db, name)
 
     def sources(
         self, *, tenant: str = "default", groups: Iterable[str] | str | None = None
@@ -64,8 +62,8 @@ class ResearchMixin:
                 {
                     "name": name,
                     "description": desc,
-                    "chunks": 0 if col is None else visible_size(self.db, col, principal),
-                    "own": name == self.settings.collection,
+                    "chunks": 0 if col is None else visible_size(self.index.db, col, principal),
+                    "own": name == self.index.settings.collection,
                 }
             )
         return out
@@ -77,8 +75,8 @@ class ResearchMixin:
         from .store.sources import list_sources
 
         p = _principal(tenant, groups)
-        own = self.settings.collection
-        rows = list_sources(self.db)
+        own = self.index.settings.collection
+        rows = list_sources(self.index.db)
         return any(r.name == own for r in rows) and any(
             r.name != own and r.readable_by(p) for r in rows
         )
@@ -89,16 +87,16 @@ class ResearchMixin:
         from .store.sources import list_sources
         from .store.versions import active_collection
 
-        own = self.settings.collection
-        rows = {r.name: r for r in list_sources(self.db)}
+        own = self.index.settings.collection
+        rows = {r.name: r for r in list_sources(self.index.db)}
         out = []
         mine = rows.get(own)
-        if self.collection is not None or mine is not None:
-            out.append((own, mine.description if mine else "", self.collection))
+        if self.index.collection is not None or mine is not None:
+            out.append((own, mine.description if mine else "", self.index.collection))
         for name, r in rows.items():
             if name == own or not r.readable_by(principal):
                 continue
-            out.append((name, r.description, active_collection(self.db, name)))
+            out.append((name, r.description, active_collection(self.index.db, name)))
         return out
 
     def _source_searcher(self, name: str, collection: Any) -> Any:
@@ -107,12 +105,14 @@ class ResearchMixin:
         from .binding import _embedder_for
         from .retrieve.search import HybridSearcher
 
-        cache: dict[int, Any] = self.__dict__.setdefault("_source_searchers", {})
+        cache = self._source_searchers
         if collection.id not in cache:
-            emb = self.embedder
+            emb = self.index.embedder
             if emb is None or emb.model_id != collection.embedder:
-                emb = _embedder_for(collection.embedder, self.settings.embed_threads)
-            cache[collection.id] = HybridSearcher(self.db, collection, emb, self.analyzer)
+                emb = _embedder_for(collection.embedder, self.index.settings.embed_threads)
+            cache[collection.id] = HybridSearcher(
+                self.index.db, collection, emb, self.index.analyzer
+            )
         return cache[collection.id]
 
     # -- research ---------------------------------------------------------------------
@@ -147,13 +147,13 @@ class ResearchMixin:
             raise ConfigError(f"agent must be one of {', '.join(AGENT_MODES)}, got {agent!r}")
         if not question or not question.strip():
             raise ConfigError("the question is empty; pass the text to ask")
-        self.check_size(question, filters)  # type: ignore[attr-defined]
+        self.index.check_size(question, filters)
         asked = question
         if history:  # a follow-up becomes standalone first (a no-op without a model)
-            question = self.planner(rewrite=True).plan(question, history).question  # type: ignore[attr-defined]
-        s = self.settings
+            question = self.index.planner(rewrite=True).plan(question, history).question
+        s = self.index.settings
         principal = _principal(tenant, groups)
-        self._refresh()  # type: ignore[attr-defined]
+        self.index._refresh()
         readable = self._readable_sources(principal)
         if sources:
             known = {n for n, _, _ in readable}
@@ -165,7 +165,7 @@ class ResearchMixin:
                 )
             readable = [r for r in readable if r[0] in sources]
         if agent == "off" and len(readable) <= 1:  # nothing to route between: plain ask
-            *_, one = self.ask_stream(  # type: ignore[attr-defined]
+            *_, one = self.index.ask_stream(
                 asked,
                 tenant=tenant,
                 groups=groups,
@@ -178,7 +178,7 @@ class ResearchMixin:
                 trace_key=trace_key,
             )
             return one
-        if not readable or self.collection is None and all(c is None for _, _, c in readable):
+        if not readable or self.index.collection is None and all(c is None for _, _, c in readable):
             from .core.trace import nothing_ingested
 
             return nothing_ingested(question)
@@ -202,7 +202,7 @@ class ResearchMixin:
             col = cols.get(source)
             if col is None:
                 raise NotFoundError(f"source {source!r} holds nothing that can be searched")
-            searcher = self.searcher if source == own else self._source_searcher(source, col)  # type: ignore[attr-defined]
+            searcher = self.index.searcher if source == own else self._source_searcher(source, col)
             m = mode if source == own else "hybrid"
             return list(searcher.search(query, principal, k=k, mode=m, params=params).hits)
 
@@ -210,11 +210,11 @@ class ResearchMixin:
             col = cols.get(source)
             if col is None or not keys:
                 return 0.0
-            found = term_presence(self.db, col, principal, keys)
+            found = term_presence(self.index.db, col, principal, keys)
             return sum(t in found for t in keys) / len(keys)
 
         infos = [
-            SourceInfo(n, d, chunks=0 if c is None else visible_size(self.db, c, principal))
+            SourceInfo(n, d, chunks=0 if c is None else visible_size(self.index.db, c, principal))
             for n, d, c in readable
         ]
         min_ev = s.min_evidence if s.min_evidence is not None else DEFAULT_MIN_EVIDENCE
@@ -225,7 +225,7 @@ class ResearchMixin:
 
         class _Synth:
             def __init__(inner, chat: Any) -> None:
-                inner.gen = self._generator(chat=chat)  # type: ignore[attr-defined]
+                inner.gen = self.index._generator(chat=chat)
 
             def answer(inner, q: str, hits: list[Hit]) -> Answer:
                 ctx = self._assemble(hits, principal)
@@ -244,7 +244,7 @@ class ResearchMixin:
                 route={"sources": order, "scores": scores},
                 reason=f"one-shot, routed to {', '.join(order)}",
             )
-            a = _Synth(self.chat).answer(question, hits)
+            a = _Synth(self.index.chat).answer(question, hits)
             a = replace(
                 a,
                 question=asked,
@@ -268,7 +268,7 @@ class ResearchMixin:
                 decision,
                 hits,
             )
-        if agent == "auto" and self.collection is not None:
+        if agent == "auto" and self.index.collection is not None:
             hits = search(question, own)
             ev = gate.evidence(question, hits)
             parts = H.plan(question)
@@ -279,7 +279,7 @@ class ResearchMixin:
                     reason=f"one-shot evidence {ev:.2f} ≥ {min_ev:.2f} "
                     "and the question asks one thing",
                 )
-                a = _Synth(self.chat).answer(question, hits)
+                a = _Synth(self.index.chat).answer(question, hits)
                 a = replace(
                     a,
                     agent={
@@ -323,7 +323,7 @@ class ResearchMixin:
                 max_tokens=s.agent_max_tokens,
                 max_seconds=s.agent_max_seconds,
             ),
-            chat=self.chat,
+            chat=self.index.chat,
             presence=presence,
             max_evidence=max(k, s.answer_passages),
             partial_answers=s.agent_partial_answers,
@@ -355,14 +355,16 @@ class ResearchMixin:
         from .retrieve.context import assemble
         from .store.search import neighbor_chunks
 
-        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
+        count = (
+            self.index.chat.count_tokens if self.index.chat else self.index.embedder.count_tokens
+        )
         return assemble(
             list(hits),
             count_tokens=count,
-            token_budget=self.settings.context_tokens,
-            window=self.settings.context_window,
-            max_per_doc=self.settings.context_max_per_doc,
-            neighbors=lambda spots, w: neighbor_chunks(self.db, principal, spots, w),
+            token_budget=self.index.settings.context_tokens,
+            window=self.index.settings.context_window,
+            max_per_doc=self.index.settings.context_max_per_doc,
+            neighbors=lambda spots, w: neighbor_chunks(self.index.db, principal, spots, w),
             reorder=False,
         )
 
@@ -380,7 +382,7 @@ class ResearchMixin:
         decision: Mapping[str, Any],
         hits: Sequence[Hit],
     ) -> Answer:
-        if not self.recorder.enabled(trace) or self.collection is None:  # type: ignore[attr-defined]
+        if not self.index.recorder.enabled(trace) or self.index.collection is None:
             return answer
         from .core.trace import add_answer, search_trace
         from .retrieve.search import SearchResult
@@ -390,22 +392,24 @@ class ResearchMixin:
             res,
             principal,
             question=question,
-            collection=self.collection.name,
+            collection=self.index.collection.name,
             filters=filters,
             kind="ask",
         )
-        count = self.chat.count_tokens if self.chat else self.embedder.count_tokens
+        count = (
+            self.index.chat.count_tokens if self.index.chat else self.index.embedder.count_tokens
+        )
         record = add_answer(
             record, ctx, answer, generate_ms=(time.perf_counter() - t0) * 1000, count_tokens=count
         )
-        record["generation"]["model"] = self.settings.generator
+        record["generation"]["model"] = self.index.settings.generator
         record["agent"] = (
             run.to_dict()
             if run is not None
             else {"decision": dict(decision), "stop_reason": "one_shot"}
         )
         record["timings_ms"] = {"total": round((time.perf_counter() - t0) * 1000, 3)}
-        tid = self.recorder.save(principal, record, trace_key)  # type: ignore[attr-defined]
+        tid = self.index.recorder.save(principal, record, trace_key)
         return replace(answer, trace_id=tid)
 
 

@@ -42,7 +42,7 @@ from tests.ingest.hostile_files import (
 
 PARSE_TIMEOUT_S = 20
 PARSE_MEMORY_MB = 1024
-PARENT_MAX_RSS_MB = 1536
+PARENT_MAX_RSS_MB = 1024  # what an ingest may add to the parent's RSS
 """The test process (the parent; parse workers are separate processes) stays below this."""
 CHUNK_MAX_TOKENS = 254
 """MiniLM's chunk size (the fake embedder would allow 10,000-token chunks)."""
@@ -85,24 +85,31 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     return Batch(folder, canary, token, cases, good)
 
 
-def _reset_peak_rss() -> bool:
-    """Reset this process's peak RSS (Linux: ``5`` into ``/proc/self/clear_refs``), so the
-    peak read afterwards is that of the ingest, not of earlier tests in the session."""
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def _reset_peak_rss() -> float | None:
+    """Reset this process's peak RSS (Linux: ``5`` into ``/proc/self/clear_refs``) and
+    return the RSS it starts from, so that what is measured afterwards is what the ingest
+    adds, not what earlier tests of the session left in this process (models, pools)."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        return True
+        return _status_mb("VmRSS")
     except OSError:
-        return False
+        return None
 
 
-def _peak_rss_mb(reset: bool) -> float:
-    """Peak RSS since :func:`_reset_peak_rss` (VmHWM), else of the whole process."""
-    if reset:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
+def _peak_rss_mb(baseline: float | None) -> float:
+    """How far the peak RSS rose above ``baseline`` since :func:`_reset_peak_rss` (VmHWM);
+    without the reset, the whole process's peak."""
+    if baseline is not None:
+        return _status_mb("VmHWM") - baseline
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 

@@ -43,7 +43,7 @@ def test_an_upload_job_shows_the_counts(fake_index):
     from ragline.store.jobs import create_job, get_job
 
     job = create_job(fake_index.db, "default", "upload", 3)
-    progress = JobProgress(fake_index.db, job["id"])
+    progress = JobProgress(fake_index.admin, job["id"])
     fake_index.ingest_sources(_sources(3), on_progress=progress, on_stage=progress.stage)
     progress.flush()
     got = get_job(fake_index.db, job["id"], "default")

@@ -509,7 +509,16 @@ class AgentLoop:
         hits = [k.hit for k in evidence]
         how = "whole question"
         answer = self._answer(question, hits, chat, notes)
-        if answer.abstained and len(needs) > 1 and any(n.done for n in needs):
+
+        def covers_every_part(a: Answer) -> bool:  # each answered part has a cited passage
+            cited = {c.chunk_id for c in a.citations}
+            return all(cited & {k.hit.chunk_id for k in n.kept} for n in needs if n.done)
+
+        if (
+            (answer.abstained or not covers_every_part(answer))
+            and len(needs) > 1
+            and any(n.done for n in needs)
+        ):
             # one answer per part with enough evidence; the others are said to be missing
             final = [k.hit for k in evidence]
 

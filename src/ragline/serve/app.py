@@ -26,7 +26,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 
 from ..core.errors import AccessError, ConfigError, LimitError, NotFoundError, RaglineError
-from ..core.trace import nothing_ingested, search_dict
+from ..core.trace import search_dict
 from ..core.types import Answer
 from . import routes_documents, routes_keys, routes_query
 from .auth import Caller, RateLimiter, retry_after
@@ -119,9 +119,6 @@ class Server:
 
     # -- query ----------------------------------------------------------------------
     def search(self, caller: Caller, req: SearchRequest) -> dict[str, Any]:
-        if self.index.collection is None:  # nothing ingested yet, by anyone
-            self.index.check_size(req.query, req.filters or None)
-            return search_dict(req.query, mode=req.mode or "hybrid")
         res = self.index.search_result(
             req.query,
             tenant=caller.tenant,
@@ -184,11 +181,6 @@ class Server:
         history: list[dict[str, str]] | None,
         stream: bool,
     ) -> Iterator[str | Answer]:
-        if self.index.collection is None:
-            a = nothing_ingested(question)
-            yield a.text
-            yield a
-            return
         t0 = time.perf_counter()
         for item in self.index.ask_stream(
             question,

@@ -26,7 +26,7 @@ from typing_extensions import TypedDict  # pydantic needs it for TypedDict schem
 
 from ..admin import ApiKey
 from ..core.errors import ConfigError, RaglineError
-from ..core.trace import answer_dict, nothing_ingested, search_dict
+from ..core.trace import answer_dict, search_dict
 from ..core.types import breadcrumb
 from .public import PublicView
 
@@ -291,9 +291,6 @@ class RaglineTools:
         idx = self.index()
         if not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
-        if idx.collection is None:  # nothing ingested yet, by anyone
-            idx.check_size(query, filters)
-            return format_hits(query, []), search_dict(query)
         res = idx.search_result(
             query, tenant=who.tenant, groups=who.groups, k=k, filters=filters, trace_key=who.id
         )
@@ -309,18 +306,14 @@ class RaglineTools:
         idx = self.index()
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
-        if idx.collection is None:
-            idx.check_size(question, filters)
-            a = nothing_ingested(question)
-        else:
-            a = idx.ask(
-                question,
-                tenant=who.tenant,
-                groups=who.groups,
-                k=k,
-                filters=filters,
-                trace_key=who.id,
-            )
+        a = idx.ask(
+            question,
+            tenant=who.tenant,
+            groups=who.groups,
+            k=k,
+            filters=filters,
+            trace_key=who.id,
+        )
         data = self.view().answer(answer_dict(a), who.tenant)
         return format_answer(data), data
 
@@ -338,18 +331,14 @@ class RaglineTools:
         idx = self.index()
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
-        if idx.collection is None:
-            idx.check_size(question, filters)
-            a = nothing_ingested(question)
-        else:
-            a = idx.research(
-                question,
-                tenant=who.tenant,
-                groups=who.groups,
-                sources=sources or None,
-                filters=filters,
-                trace_key=who.id,
-            )
+        a = idx.research(
+            question,
+            tenant=who.tenant,
+            groups=who.groups,
+            sources=sources or None,
+            filters=filters,
+            trace_key=who.id,
+        )
         data = self.view().answer(answer_dict(a), who.tenant)
         text = format_answer(data)
         if a.agent:

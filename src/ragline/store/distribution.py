@@ -31,7 +31,14 @@ from typing import Any
 
 from ..core.errors import StoreError
 
-REFERENCE = ("collections", "index_versions", "api_keys", "installation_secrets", "bm25_pending")
+REFERENCE = (
+    "collections",
+    "index_versions",
+    "api_keys",
+    "installation_secrets",
+    "bm25_pending",
+    "sources",
+)
 """Small tables joined by every query: one copy on every node."""
 
 DISTRIBUTED = (
