@@ -36,6 +36,7 @@ import os
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -379,7 +380,7 @@ def _letters(i: int) -> str:
 
 def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
     """pg_textsearch on the same server: our terms as letter-only tokens, 'simple' config."""
-    from ragline.store.server import ensure_server, stop_server
+    from ragline.store.server import stop_server
 
     with index.db.connection() as conn:
         avail = conn.execute(
@@ -396,11 +397,26 @@ def peer_pg_textsearch(index, data_dir, ids, docs, query_terms, k=10):
             conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_textsearch'")
         index.db.close()  # its connections die with the restart; the peer uses its own
         stop_server(data_dir)
-        ensure_server(data_dir)
     vocab = {}
     import psycopg
 
-    url = ensure_server(data_dir)
+    # started from a fresh process: the wheel caches the server it started in this one
+    url = (
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; "
+                "from ragline.store.server import ensure_server; print(ensure_server(Path(sys.argv[1])))",
+                str(data_dir),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
         conn.execute("DROP TABLE IF EXISTS scale_ts")
