@@ -87,8 +87,7 @@ def test_the_documents_read_to_choose_the_model_are_not_parsed_again(pg_url, sch
     idx.close()
 
 
-@pytest.mark.parametrize("n", [1])
-def test_the_cli_still_says_an_empty_collection_is_empty(pg_url, schema, n):
+def test_the_cli_still_says_an_empty_collection_is_empty(pg_url, schema):
     run = cli_runner(
         {"RAGLINE_DATABASE_URL": pg_url, "RAGLINE_DB_SCHEMA": schema, "RAGLINE_DATA_DIR": ""}
     )

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..core.errors import EmptyDocumentError, ParseError, RaglineError
@@ -93,12 +94,11 @@ class _Pending:
     parsed: ParsedDocument
     chunks: list[Chunk]
     is_update: bool
-    hashes: list[str] = field(default_factory=list)
-    """``text_hash`` of each chunk's indexed text, computed once (cache key and row value)."""
 
-    def __post_init__(self) -> None:
-        if not self.hashes:
-            self.hashes.extend(text_hash(c.indexed_text) for c in self.chunks)
+    @cached_property
+    def hashes(self) -> list[str]:
+        """``text_hash`` of each chunk's indexed text, computed once (cache key and row value)."""
+        return [text_hash(c.indexed_text) for c in self.chunks]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

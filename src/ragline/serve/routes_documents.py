@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, File, Form, HTTPException, UploadFile
 
 from .auth import Admin, Who
 from .schemas import SyncRequest, form_text, metadata_field
-
-log = logging.getLogger("ragline.serve")
 
 if TYPE_CHECKING:
     from .app import Server

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, HTTPException
 
 from .auth import Admin
 from .schemas import KeyRequest
-
-log = logging.getLogger("ragline.serve")
 
 if TYPE_CHECKING:
     from .app import Server
