@@ -721,17 +721,9 @@ class Index:
         import time
         from dataclasses import replace
 
-        from .core.trace import nothing_ingested
+        from .core.trace import NOTHING_INGESTED, nothing_ingested
 
-        self.check_size(question, filters)
-        self._refresh()
-        if self.collection is None:  # nothing ingested yet, by anyone
-            empty = nothing_ingested(question)
-            if stream:
-                yield empty.text
-            yield empty
-            return
-        ctx = self.context(
+        ctx = self.context(  # its search refreshes the binding and checks the sizes
             question,
             tenant=tenant,
             groups=groups,
@@ -741,6 +733,12 @@ class Index:
             reorder=False,
             history=history,
         )
+        if NOTHING_INGESTED in ctx.search.notes:  # nothing ingested yet, by anyone
+            empty = nothing_ingested(question)
+            if stream:
+                yield empty.text
+            yield empty
+            return
         plan, gen = ctx.plan, self._generator(k or self.settings.answer_passages)
         t_gen = time.perf_counter()
         items: Iterable[str | Answer] = (
