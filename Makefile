@@ -18,7 +18,9 @@ $(VENV)/.installed: pyproject.toml
 
 # llama-cpp-python builds from source: without a C++ compiler and cmake it is skipped
 # (with a note) and the local-LLM tests skip; the SmolLM2 GGUF wheel is data only.
-# portable CPU flags: a -march=native build died with SIGILL (AMX) on a VM that lists AMX
+# portable CPU flags: a -march=native build died with SIGILL (AMX) on a VM that lists AMX;
+# --no-cache-dir: pip keys its wheel cache by version only, so a cached native build
+# would be reused whatever CMAKE_ARGS say
 LLAMA_PORTABLE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -29,7 +31,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	  else echo "note: $(PG_EXTENSIONS) is absent: the Citus cluster tests will be skipped"; fi
 	@$(BIN)/python -c "import llama_cpp" 2>/dev/null || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(LLAMA_PORTABLE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	    $(BIN)/python -m pip install -q -e '.[local-llm]' \
+	    $(BIN)/python -m pip install -q --no-cache-dir -e '.[local-llm]' \
 	  || echo "note: llama-cpp-python did not build (needs g++ and cmake); the local-LLM tests will be skipped"
 	touch $@
 
@@ -69,7 +71,7 @@ install: $(VENV)/.installed
 # assembled and checked once; then `ragline ask --generator local "..."`.
 install-local-llm: $(VENV)/.installed
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $(LLAMA_PORTABLE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-	  $(BIN)/python -m pip install -q -e '.[local-llm-qwen]'
+	  $(BIN)/python -m pip install -q --no-cache-dir -e '.[local-llm-qwen]'
 	$(BIN)/ragline models assemble qwen2.5-coder-1.5b
 
 install-test: $(VENV)/.installed-test
