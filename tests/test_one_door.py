@@ -140,3 +140,41 @@ def test_the_embedded_server_leaves_the_environment_alone(monkeypatch):
     finally:
         stop_server(data)
         shutil.rmtree(data, ignore_errors=True)
+
+
+# -- request values ---------------------------------------------------------------------
+
+
+def test_a_request_value_and_keyword_arguments_are_the_same_request():
+    from ragline.core.requests import AskRequest, SearchRequest
+
+    req = SearchRequest.of("vpn", tenant="acme", groups="hr, legal", k=3)
+    assert req == SearchRequest("vpn", tenant="acme", groups=("hr", "legal"), k=3)
+    assert req.principal.groups == ("hr", "legal")
+    assert SearchRequest.of(req) is req and SearchRequest.of(req, k=5).k == 5
+    with pytest.raises(TypeError, match="no field top"):
+        SearchRequest.of("vpn", top=3)  # a misspelt argument is not silently dropped
+    ask = AskRequest("why?", tenant="acme", groups=["hr"], k=4, filters={"language": "en"})
+    search = ask.search()
+    assert (search.query, search.tenant, search.groups, search.k) == ("why?", "acme", ("hr",), 4)
+    assert search.filters == {"language": "en"} and search.trace is False
+
+
+def test_index_takes_request_values_and_keywords_alike(pg_url, schema, tmp_path, minilm):
+    from ragline.core.requests import AskRequest, SearchRequest
+
+    idx = make_index(pg_url, schema, embedder=minilm)
+    try:
+        idx.ingest(_docs(tmp_path), tenant="acme", groups=["eng"])
+        q = "How long does the X-2 battery last?"
+        by_value = idx.search(SearchRequest(q, tenant="acme", groups=("eng",), k=2))
+        by_keywords = idx.search(q, tenant="acme", groups="eng", k=2)
+        assert [h.chunk_id for h in by_value] == [h.chunk_id for h in by_keywords]
+        assert len(by_value) == 2 and by_value[0].source.endswith("d2.md")
+        assert idx.search(SearchRequest(q, tenant="acme", groups=("other",))) == []
+        answer = idx.ask(AskRequest(q, tenant="acme", groups=("eng",), agent="off"))
+        assert not answer.abstained and "12 hours" in answer.text
+        ctx = idx.context(AskRequest(q, tenant="acme", groups=("eng",), k=1))
+        assert ctx.passages and ctx.passages[0].source.endswith("d2.md")
+    finally:
+        idx.close()

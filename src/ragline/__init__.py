@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import RaglineError
+from .core.requests import AskRequest, SearchRequest
 from .core.types import ABSTAIN_SENTENCE, Answer, Citation, Hit, Principal
 
 __version__ = "0.1.0"
@@ -19,6 +20,8 @@ __all__ = [
     "Citation",
     "Hit",
     "Principal",
+    "SearchRequest",
+    "AskRequest",
     "RaglineError",
     "ABSTAIN_SENTENCE",
 ]

@@ -6,17 +6,19 @@ used alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .binding import Binding, _embedder_for
 from .core.errors import ConfigError
 from .core.filters import Filters
+from .core.requests import AskRequest, SearchRequest
 from .core.settings import Settings
 from .core.types import Answer, Hit
+from .ingestion import Ingestion
 from .research import Research
-from .tracing import TraceRecorder, _principal
+from .tracing import TraceRecorder
 
 _SELF_CHAT: Any = object()
 
@@ -56,6 +58,7 @@ class Index:
         )
         self.recorder = TraceRecorder(settings, self.db, self.binding)
         self.researcher = Research(self)
+        self.ingestion = Ingestion(self)
         existing = pin or active_collection(self.db, settings.collection)
         if embedder is not None:
             self.binding.bind(embedder)
@@ -88,7 +91,7 @@ class Index:
         """The generator's token count (the embedder's for the extractive answerer)."""
         return int(self.chat.count_tokens(text) if self.chat else self.embedder.count_tokens(text))
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         """Follow an index-version switch or a collection another process created."""
         if self.binding.refresh():
             self._searcher = None
@@ -105,14 +108,14 @@ class Index:
         """The languages of the collection's documents (detected at ingest)."""
         from .store.bm25 import indexed_languages
 
-        self._refresh()
+        self.refresh()
         return () if self.collection is None else indexed_languages(self.db, self.collection)
 
     def document_by_id(self, tenant: str, doc_id: int) -> Any:
         """The current document with internal id ``doc_id`` of ``tenant`` (None: none)."""
         from .store.documents import get_document_by_id
 
-        self._refresh()
+        self.refresh()
         if self.collection is None:
             return None
         return get_document_by_id(self.db, self.collection, tenant, doc_id)
@@ -133,15 +136,17 @@ class Index:
         """Whether the caller's asks are routed among sources (:meth:`Research.routes`)."""
         return self.researcher.routes(**who)
 
-    def research(self, question: str, **kw: Any) -> Answer:
-        """Answer through the agent loop (:meth:`Research.research`)."""
+    def research(self, question: str | AskRequest, **kw: Any) -> Answer:
+        """Answer through the agent loop (:meth:`Research.research`); arguments as
+        :meth:`ask`'s (``agent`` on by default here)."""
         from .core.trace import nothing_ingested
 
-        self._refresh()
+        req = AskRequest.of(question, **kw)
+        self.refresh()
         if self.collection is None:  # nothing ingested yet, by anyone
-            self.check_size(question, kw.get("filters"))
-            return nothing_ingested(question)
-        answer: Answer = self.researcher.research(question, **kw)
+            self.check_size(req.question, req.filters)
+            return nothing_ingested(req.question)
+        answer: Answer = self.researcher.research(req)
         return answer
 
     # -- traces (see :class:`~ragline.tracing.TraceRecorder`) --------------------------
@@ -153,238 +158,27 @@ class Index:
         """Recent traces the caller may read, newest first (:meth:`TraceRecorder.traces`)."""
         return self.recorder.traces(**who)
 
-    # -- ingest ---------------------------------------------------------------------
-    def ingest(
-        self,
-        paths: Sequence[str | Path] | str | Path,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        on_progress: Callable[..., None] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_total: Callable[[int], None] | None = None,
-        on_stage: Callable[[str, int], None] | None = None,
-        pdf_password: str | None = None,
-    ) -> Any:
-        """Ingest files and folders; returns an :class:`~ragline.ingest.pipeline.IngestReport`.
+    # -- ingest (see :class:`~ragline.ingestion.Ingestion`) ----------------------------
+    def ingest(self, paths: Sequence[str | Path] | str | Path, **kw: Any) -> Any:
+        """Ingest files and folders; an :class:`~ragline.ingest.pipeline.IngestReport`
+        (:meth:`Ingestion.ingest`: ``tenant``, ``groups``, ``metadata``, progress callbacks)."""
+        return self.ingestion.ingest(paths, **kw)
 
-        ``metadata`` (e.g. ``{"department": "hr"}``) is stored on every document and can be
-        used in search filters. ``on_total`` gets the number of files found (the folders are
-        walked once, before the first file is read). ``on_progress(name, chunks, pages)`` is called
-        as each document is written (or skipped), ``on_stage(stage, n)`` as documents are
-        parsed (``"parsed"``, ``"chunks"``) and chunks embedded (``"embedded"``)."""
-        from .core.errors import ParseError
-        from .ingest.sources import Skipped, file_source, iter_files
+    def sync(self, folder: str | Path, **kw: Any) -> Any:
+        """Make the index equal ``folder``: add, re-index, delete, move (:meth:`Ingestion.sync`)."""
+        return self.ingestion.sync(folder, **kw)
 
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
+    def ingest_sources(self, sources: Iterable[Any], **kw: Any) -> Any:
+        """Ingest :class:`~ragline.ingest.sources.Source` values (:meth:`Ingestion.ingest_sources`)."""
+        return self.ingestion.ingest_sources(sources, **kw)
 
-        def sources() -> Iterable[Any]:
-            found = list(iter_files(paths))
-            if on_total is not None:
-                on_total(len(found))
-            for path, err in found:
-                if isinstance(err, Skipped):
-                    yield err
-                    continue
-                if err is not None:
-                    yield (str(path), err)
-                    continue
-                try:
-                    yield file_source(path)
-                except ParseError as exc:
-                    yield (str(path), exc)
+    def ingest_vectors(self, records: Iterable[Any], **kw: Any) -> Any:
+        """Ingest chunks with the vectors you made (:meth:`Ingestion.ingest_vectors`)."""
+        return self.ingestion.ingest_vectors(records, **kw)
 
-        return self.ingest_sources(
-            sources(),
-            tenant=tenant,
-            groups=groups,
-            on_progress=on_progress,
-            metadata=metadata,
-            on_stage=on_stage,
-            pdf_password=pdf_password,
-        )
-
-    def sync(
-        self,
-        folder: str | Path,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        on_progress: Callable[[str, int], None] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        strict: bool = False,
-        max_files: int | None = None,
-        on_stage: Callable[[str, int], None] | None = None,
-    ) -> Any:
-        """Make the index equal ``folder`` (add, re-index changed, delete removed, move
-        renamed). Only regular files inside the folder are read, never through a link;
-        ``strict`` (a sync asked for over the HTTP API) also refuses hard-linked files and
-        other file systems mounted inside it (:mod:`ragline.parse.files`). A folder of more
-        than ``max_files`` files is refused before anything is written."""
-        from .ingest.sync import sync_folder
-        from .parse.files import Boundary
-        from .store.filters import validate_principal
-
-        owner = validate_principal(_principal(tenant, groups))
-        root = Path(folder).expanduser()
-        boundary = Boundary.of(root, strict=strict) if root.is_dir() else None
-        self._refresh()
-        if self.collection is None and boundary is not None:
-            from .ingest.sources import file_source, iter_files
-
-            self.binding.choose_embedder(
-                file_source(p, boundary)
-                for p, err in iter_files([root], boundary=boundary)
-                if err is None
-            )
-        report = sync_folder(
-            self._ingestor(on_progress, metadata=metadata, boundary=boundary, on_stage=on_stage),
-            root,
-            owner=owner,
-            on_progress=on_progress,
-            boundary=boundary,
-            max_files=max_files,
-        )
-        self._record_outcome(owner.tenant, report)
-        self._warn_coverage(report)
-        return report
-
-    def ingest_sources(
-        self,
-        sources: Iterable[Any],
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        on_progress: Callable[[str, int], None] | None = None,
-        embed: bool = True,
-        metadata: Mapping[str, Any] | None = None,
-        on_stage: Callable[[str, int], None] | None = None,
-        pdf_password: str | None = None,
-    ) -> Any:
-        """Ingest :class:`~ragline.ingest.sources.Source` values (files, texts, uploads).
-        ``pdf_password`` opens password-protected PDFs (passed to the parser processes
-        only; default: ``RAGLINE_PDF_PASSWORD`` in their environment)."""
-        from .store.filters import validate_principal
-
-        owner = validate_principal(_principal(tenant, groups))
-        parse = {} if pdf_password is None else {"pdf_password": pdf_password}
-        self._refresh()
-        if self.collection is None:
-            sources = self.binding.choose_embedder(sources, parse)
-        report = self._ingestor(
-            on_progress, embed=embed, metadata=metadata, on_stage=on_stage, parse=parse
-        ).ingest(sources, owner=owner)
-        self._record_outcome(owner.tenant, report)
-        self._warn_coverage(report)
-        return report
-
-    def _warn_coverage(self, report: Any) -> None:
-        """Documents arrived in languages the embedder does not cover: say so, with the fix."""
-        if report.added or report.updated:
-            from .status import embedder_coverage
-
-            if warning := embedder_coverage(self).get("embedder_warning"):
-                report.warnings.append(warning)
-
-    def ingest_vectors(
-        self,
-        records: Iterable[Any],
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        on_progress: Callable[..., None] | None = None,
-    ) -> Any:
-        """Ingest documents whose chunks and vectors you made yourself (the record format is
-        in :mod:`ragline.ingest.vectors`). A list is validated whole before anything is
-        written; an iterator batch by batch. Loading into an empty collection builds the
-        vector index once at the end instead of row by row."""
-        from .ingest.vectors import VectorIngestor, records_of
-        from .store.collections import deferred_vector_index
-        from .store.filters import validate_principal
-
-        owner = validate_principal(_principal(tenant, groups))
-        self._refresh()
-        if self.collection is None:
-            raise ConfigError(
-                "precomputed vectors need the embedder that made them (queries are embedded "
-                "by it): set --embedder / RAGLINE_EMBEDDER (minilm, e5, onnx:DIR, "
-                "openai:MODEL@URL) for a new collection"
-            )
-        docs: Iterable[Any] = records_of(records, self.collection.dim)
-        if isinstance(records, Sequence):
-            docs = list(docs)
-        ingestor = VectorIngestor(
-            self.db,
-            self.collection,
-            analyzer=self.analyzer,
-            batch_chunks=max(self.settings.ingest_batch_chunks, 1),
-            keep_versions=self.settings.keep_versions,
-            metadata=metadata,
-            on_progress=on_progress,
-        )
-        with deferred_vector_index(self.db, self.collection) as build:
-            report = ingestor.ingest(docs, owner=owner)
-        report.vector_index_seconds = build["seconds"]
-        report.seconds += build["seconds"]
-        self._record_outcome(owner.tenant, report)
-        return report
-
-    def ingest_vectors_file(self, path: str | Path, **kwargs: Any) -> Any:
-        """:meth:`ingest_vectors` of a JSON Lines file, validated whole first (a bad line
-        writes nothing and names its line)."""
-        from .ingest.vectors import check_file, read_jsonl, validate
-
-        self._refresh()
-        if self.collection is None:
-            return self.ingest_vectors([], **kwargs)  # says what is missing
-        check_file(Path(path), self.collection.dim)
-        docs = (d for d in validate(read_jsonl(Path(path)), self.collection.dim))
-        return self.ingest_vectors(docs, **kwargs)
-
-    def _record_outcome(self, tenant: str, report: Any) -> None:
-        if self.collection is None:
-            return
-        from .store.freshness import record_outcome
-
-        record_outcome(
-            self.db,
-            self.collection,
-            tenant,
-            [(f.source, f.reason) for f in report.failed],
-            [*report.added, *report.updated, *report.unchanged],
-        )
-
-    def _ingestor(
-        self,
-        on_progress: Callable[[str, int], None] | None,
-        *,
-        embed: bool = True,
-        metadata: Mapping[str, Any] | None = None,
-        boundary: Any = None,
-        on_stage: Callable[[str, int], None] | None = None,
-        parse: Mapping[str, Any] | None = None,
-    ) -> Any:
-        from .ingest.pipeline import Ingestor
-
-        parse_options = {**self.settings.parse_options(), **(parse or {})}
-        if boundary is not None:
-            parse_options["boundary"] = boundary
-        return Ingestor(
-            self.db,
-            self.collection,
-            embedder=self.embedder,
-            chunker=self.chunker,
-            analyzer=self.analyzer,
-            on_progress=on_progress,
-            on_stage=on_stage,
-            embed=embed,
-            metadata=metadata,
-            parse_options=parse_options,
-            keep_versions=self.settings.keep_versions,
-            batch_chunks=self.settings.ingest_batch_chunks,
-        )
+    def ingest_vectors_file(self, path: str | Path, **kw: Any) -> Any:
+        """:meth:`ingest_vectors` of a JSON Lines file, validated whole first."""
+        return self.ingestion.ingest_vectors_file(path, **kw)
 
     def delete(self, doc: str | Path, *, tenant: str = "default") -> int:
         """Delete a document (by path or doc key) and everything derived from it."""
@@ -394,7 +188,7 @@ class Index:
         """Delete documents by their exact keys; the number of versions removed."""
         from .store.documents import delete_document
 
-        self._refresh()
+        self.refresh()
         if self.collection is None:
             return 0
         return sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
@@ -417,7 +211,7 @@ class Index:
         """:meth:`purge` by document keys; the files are rewritten once for all of them."""
         from .store.erasure import purge_everywhere
 
-        self._refresh()
+        self.refresh()
         self.binding.require_collection()
         if erase is None:
             erase = self.settings.purge_rewrite
@@ -499,55 +293,38 @@ class Index:
         }
         return QueryPlanner(self.chat, **flags)
 
-    def search_result(
-        self,
-        query: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        k: int | None = None,
-        mode: str | None = None,
-        include_history: bool = False,
-        filters: Mapping[str, Any] | Filters | None = None,
-        history: Sequence[Mapping[str, str]] = (),
-        techniques: Mapping[str, bool] | None = None,
-        trace: bool | None = None,
-        trace_key: int | None = None,
-    ) -> Any:
-        """Search with the query techniques the settings enable (rewriting with
-        ``history``, multi-query, decomposition, HyDE); the plan rides on the result.
-        With traces on (``trace`` or the ``traces`` setting) the stored trace's id is
-        ``.trace_id``; ``trace_key`` is the API key it belongs to (the faces pass the
-        caller's)."""
+    def search_result(self, query: str | SearchRequest, **kw: Any) -> Any:
+        """Search with the query techniques the settings enable (rewriting a follow-up
+        with its ``history``, multi-query, decomposition, HyDE); the plan rides on the
+        result. ``query`` is a :class:`~ragline.core.requests.SearchRequest`, or its text
+        with the request's fields as keyword arguments. With traces on (``trace`` or the
+        ``traces`` setting) the stored trace's id is ``.trace_id``."""
         from dataclasses import replace
 
         from .core.trace import NOTHING_INGESTED
         from .retrieve.search import SearchParams, SearchResult, fuse_results
 
-        if not query or not query.strip():
+        req = SearchRequest.of(query, **kw)
+        if not req.query or not req.query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
-        self.check_size(query, filters)
-        self._refresh()  # binds a collection another process has created meanwhile
+        self.check_size(req.query, req.filters)
+        self.refresh()  # binds a collection another process has created meanwhile
+        mode = req.mode or ("rerank" if self.settings.reranker else "hybrid")
         if self.collection is None:  # nothing ingested yet, by anyone: an empty result
-            default = "rerank" if self.settings.reranker else "hybrid"
-            return SearchResult(query, mode or default, (), notes=(NOTHING_INGESTED,))
+            return SearchResult(req.query, mode, (), notes=(NOTHING_INGESTED,))
+        s = self.settings
         params = SearchParams(
-            depth=self.settings.rrf_depth,
-            rrf_k=self.settings.rrf_k,
-            ef_search=self.settings.ef_search,
-            include_history=include_history,
-            dedup_threshold=self.settings.dedup_threshold,
-            query_languages=self.settings.query_languages,
-            filters=filters
-            if isinstance(filters, Filters) or filters is None
-            else Filters.parse(filters),
+            depth=s.rrf_depth,
+            rrf_k=s.rrf_k,
+            ef_search=s.ef_search,
+            include_history=req.include_history,
+            dedup_threshold=s.dedup_threshold,
+            query_languages=s.query_languages,
+            filters=req.parsed_filters(),
         )
-        if mode is None:
-            mode = "rerank" if self.settings.reranker else "hybrid"
-        k = k or self.settings.top_k
-        principal = _principal(tenant, groups)
+        k, principal = req.k or s.top_k, req.principal
         searcher = self.searcher  # one version for every query of the plan
-        plan = self.planner(**dict(techniques or {})).plan(query, history)
+        plan = self.planner(**dict(req.techniques or {})).plan(req.query, req.history)
         results = [
             searcher.search(
                 q,
@@ -559,20 +336,20 @@ class Index:
             )
             for i, q in enumerate(plan.queries)
         ]
-        res = replace(fuse_results(results, k, self.settings.rrf_k), plan=plan)
+        res = replace(fuse_results(results, k, s.rrf_k), plan=plan)
         if params.filters is not None and not res.hits:
             self.check_filters(params.filters, principal)
-        if self.recorder.enabled(trace):
+        if self.recorder.enabled(req.trace):
             from .core.trace import search_trace
 
             record = search_trace(
                 res,
                 principal,
-                question=query,
+                question=req.query,
                 collection=self.collection.name,
                 filters=params.filters,
             )
-            res = replace(res, trace_id=self.recorder.save(principal, record, trace_key))
+            res = replace(res, trace_id=self.recorder.save(principal, record, req.trace_key))
         return res
 
     def check_filters(self, filters: Filters, principal: Any) -> None:
@@ -600,32 +377,10 @@ class Index:
         if filters is not None and not isinstance(filters, Filters):
             check_filters(filters, s.max_filter_chars, s.max_filter_values)
 
-    def search(
-        self,
-        query: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        k: int | None = None,
-        mode: str | None = None,
-        include_history: bool = False,
-        filters: Mapping[str, Any] | Filters | None = None,
-        history: Sequence[Mapping[str, str]] = (),
-    ) -> list[Hit]:
+    def search(self, query: str | SearchRequest, **kw: Any) -> list[Hit]:
         """The top ``k`` chunks the caller may read, best first (current versions unless
-        ``include_history``)."""
-        return list(
-            self.search_result(
-                query,
-                tenant=tenant,
-                groups=groups,
-                k=k,
-                mode=mode,
-                include_history=include_history,
-                filters=filters,
-                history=history,
-            ).hits
-        )
+        ``include_history``); arguments as :meth:`search_result`'s."""
+        return list(self.search_result(query, **kw).hits)
 
     def _generator(self, max_passages: int | None = None, chat: Any = _SELF_CHAT) -> Any:
         """The answerer, reading at most ``max_passages`` distinct passages (``ask --k``,
@@ -653,128 +408,67 @@ class Index:
             **gate,
         )
 
-    def ask(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        k: int | None = None,
-        mode: str | None = None,
-        filters: Mapping[str, Any] | Filters | None = None,
-        history: Sequence[Mapping[str, str]] = (),
-        trace: bool | None = None,
-        trace_key: int | None = None,
-        agent: str | None = None,
-    ) -> Answer:
+    def ask(self, question: str | AskRequest, **kw: Any) -> Answer:
         """A cited answer from the caller's permitted documents, or an abstention.
-        ``agent`` (default: the ``agent`` setting) ``on`` or ``auto`` answers through the
-        research loop (:meth:`research`); with ``off``, a caller who may read declared
-        sources besides this collection gets a routed one-shot answer."""
-        agent = agent or self.settings.agent
+        ``question`` is an :class:`~ragline.core.requests.AskRequest`, or its text with
+        the request's fields as keyword arguments. ``agent`` (default: the ``agent``
+        setting) ``on`` or ``auto`` answers through the research loop (:meth:`research`);
+        with ``off``, a caller who may read declared sources besides this collection gets
+        a routed one-shot answer."""
+        req = AskRequest.of(question, **kw)
+        agent = req.agent or self.settings.agent
         if agent != "off" or (
-            self.collection is not None and self.routes(tenant=tenant, groups=groups)
+            self.collection is not None and self.routes(tenant=req.tenant, groups=req.groups)
         ):
-            return self.research(
-                question,
-                tenant=tenant,
-                groups=groups,
-                agent=agent,
-                k=k,
-                mode=mode,
-                filters=filters,
-                trace=trace,
-                trace_key=trace_key,
-                history=history,
-            )
-        *_, answer = self.ask_stream(
-            question,
-            tenant=tenant,
-            groups=groups,
-            k=k,
-            mode=mode,
-            filters=filters,
-            history=history,
-            stream=False,
-            trace=trace,
-            trace_key=trace_key,
-        )
+            return self.research(req, agent=agent)
+        *_, answer = self.ask_stream(req, stream=False)
         assert isinstance(answer, Answer)
         return answer
 
     def ask_stream(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        k: int | None = None,
-        mode: str | None = None,
-        filters: Mapping[str, Any] | Filters | None = None,
-        history: Sequence[Mapping[str, str]] = (),
-        stream: bool = True,
-        trace: bool | None = None,
-        trace_key: int | None = None,
+        self, question: str | AskRequest, *, stream: bool = True, **kw: Any
     ) -> Iterator[str | Answer]:
         """Text pieces as the generator writes them, then the final checked :class:`Answer`
-        (the extractive answerer, or ``stream=False``, yields the whole text at once)."""
+        (the extractive answerer, or ``stream=False``, yields the whole text at once);
+        arguments as :meth:`ask`'s (the one-shot path: no agent)."""
         import time
         from dataclasses import replace
 
         from .core.trace import NOTHING_INGESTED, nothing_ingested
 
-        ctx = self.context(  # its search refreshes the binding and checks the sizes
-            question,
-            tenant=tenant,
-            groups=groups,
-            k=k,
-            mode=mode,
-            filters=filters,
-            reorder=False,
-            history=history,
-        )
+        req = AskRequest.of(question, **kw)
+        ctx = self.context(req, reorder=False)  # its search refreshes the binding, checks sizes
         if NOTHING_INGESTED in ctx.search.notes:  # nothing ingested yet, by anyone
-            empty = nothing_ingested(question)
+            empty = nothing_ingested(req.question)
             if stream:
                 yield empty.text
             yield empty
             return
-        plan, gen = ctx.plan, self._generator(k or self.settings.answer_passages)
+        plan, gen = ctx.plan, self._generator(req.k or self.settings.answer_passages)
         t_gen = time.perf_counter()
         items: Iterable[str | Answer] = (
-            gen.stream(plan.question, ctx.passages, history=history)
+            gen.stream(plan.question, ctx.passages, history=req.history)
             if stream
-            else [gen.answer(plan.question, ctx.passages, history=history)]
+            else [gen.answer(plan.question, ctx.passages, history=req.history)]
         )
         for item in items:
             if isinstance(item, Answer):
-                if plan.notes or plan.question != question:
-                    item = replace(item, question=question, notes=(*plan.notes, *item.notes))
-                if self.recorder.enabled(trace):
+                if plan.notes or plan.question != req.question:
+                    item = replace(item, question=req.question, notes=(*plan.notes, *item.notes))
+                if self.recorder.enabled(req.trace):
                     item = self.recorder.answer(
-                        question,
+                        req.question,
                         ctx,
                         item,
-                        _principal(tenant, groups),
-                        filters,
+                        req.principal,
+                        req.filters,
                         t_gen,
-                        trace_key,
+                        req.trace_key,
                         count_tokens=self._count_tokens,
                     )
             yield item
 
-    def context(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        k: int | None = None,
-        mode: str | None = None,
-        filters: Mapping[str, Any] | Filters | None = None,
-        reorder: bool = True,
-        history: Sequence[Mapping[str, str]] = (),
-    ) -> Any:
+    def context(self, question: str | AskRequest, *, reorder: bool = True, **kw: Any) -> Any:
         """The passages a generator reads: top hits widened by their neighbour chunks,
         at most ``context_max_per_doc`` per document, within ``context_tokens``. The
         query plan (rewritten question, techniques) is on ``.plan``."""
@@ -783,17 +477,9 @@ class Index:
         from .retrieve.context import assemble
         from .store.search import neighbor_chunks
 
-        principal = _principal(tenant, groups)
-        res = self.search_result(
-            question,
-            tenant=tenant,
-            groups=groups,
-            k=k or self.settings.answer_passages,
-            mode=mode,
-            filters=filters,
-            history=history,
-            trace=False,
-        )
+        req = AskRequest.of(question, **kw)
+        principal = req.principal
+        res = self.search_result(req.search(req.k or self.settings.answer_passages))
         ctx = assemble(
             res.hits,
             # the budget is the generator's: its tokenizer counts (the embedder's for extractive)
@@ -811,7 +497,7 @@ class Index:
         """What the index holds and how fresh it is (see :mod:`ragline.status`)."""
         from .status import index_status
 
-        self._refresh()
+        self.refresh()
         return index_status(self, check_sources=check_sources)
 
     def pinned(self, version: int, **settings: Any) -> Index:

@@ -11,14 +11,13 @@ are traced.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from .core.errors import ConfigError, NotFoundError
-from .core.filters import Filters
+from .core.requests import AskRequest, principal_of
 from .core.types import Answer, Hit, Principal
-from .tracing import _principal
 
 AGENT_MODES = ("off", "auto", "on")
 
@@ -55,7 +54,7 @@ class Research:
         """The sources the caller may route to, with what they may read of each."""
         from .store.sources import visible_size
 
-        principal = _principal(tenant, groups)
+        principal = principal_of(tenant, groups)
         out = []
         for name, desc, col in self._readable_sources(principal):
             out.append(
@@ -74,7 +73,7 @@ class Research:
         may route to (one small query)."""
         from .store.sources import list_sources
 
-        p = _principal(tenant, groups)
+        p = principal_of(tenant, groups)
         own = self.index.settings.collection
         rows = list_sources(self.index.db)
         return any(r.name == own for r in rows) and any(
@@ -116,240 +115,55 @@ class Research:
         return cache[collection.id]
 
     # -- research ---------------------------------------------------------------------
-    def research(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        groups: Iterable[str] | str | None = None,
-        agent: str = "on",
-        sources: Sequence[str] | None = None,
-        budget: Any = None,
-        k: int | None = None,
-        mode: str | None = None,
-        filters: Mapping[str, Any] | Filters | None = None,
-        trace: bool | None = None,
-        trace_key: int | None = None,
-        history: Sequence[Mapping[str, str]] = (),
-    ) -> Answer:
-        """Answer ``question`` with the agent loop (``agent`` on), one-shot (off), or
-        one-shot unless its evidence is weak or the question has several parts (auto).
-        ``sources`` restricts routing to those names (each must be one the caller may
-        read); ``budget`` is an :class:`~ragline.agent.Budget` (default: the settings')."""
-        from .agent import AgentLoop, Budget, SourceInfo
-        from .agent import heuristics as H
-        from .analysis.analyzer import get_analyzer
-        from .generate import DEFAULT_MIN_EVIDENCE, ExtractiveAnswerer
-        from .retrieve.search import SearchParams
-        from .store.sources import term_presence, visible_size
-
+    def research(self, req: AskRequest) -> Answer:
+        """Answer ``req.question`` with the agent loop (``agent`` on, the default here),
+        one-shot (off), or one-shot unless its evidence is weak or the question has several
+        parts (auto). ``req.sources`` restricts routing to those names (each must be one
+        the caller may read); ``req.budget`` is an :class:`~ragline.agent.Budget`
+        (default: the settings')."""
+        agent = req.agent or "on"
         if agent not in AGENT_MODES:
             raise ConfigError(f"agent must be one of {', '.join(AGENT_MODES)}, got {agent!r}")
-        if not question or not question.strip():
+        if not req.question or not req.question.strip():
             raise ConfigError("the question is empty; pass the text to ask")
-        self.index.check_size(question, filters)
-        asked = question
-        if history:  # a follow-up becomes standalone first (a no-op without a model)
-            question = self.index.planner(rewrite=True).plan(question, history).question
-        s = self.index.settings
-        principal = _principal(tenant, groups)
-        self.index._refresh()
-        readable = self._readable_sources(principal)
-        if sources:
-            known = {n for n, _, _ in readable}
-            bad = [x for x in sources if x not in known]
-            if bad:
-                raise NotFoundError(
-                    f"no source named {', '.join(map(repr, bad))} that you may search; "
-                    f"yours: {', '.join(sorted(known)) or '(none)'}"
-                )
-            readable = [r for r in readable if r[0] in sources]
+        self.index.check_size(req.question, req.filters)
+        question = req.question
+        if req.history:  # a follow-up becomes standalone first (a no-op without a model)
+            question = self.index.planner(rewrite=True).plan(question, req.history).question
+        readable = self._routable(req)
         if agent == "off" and len(readable) <= 1:  # nothing to route between: plain ask
-            *_, one = self.index.ask_stream(
-                asked,
-                tenant=tenant,
-                groups=groups,
-                k=k,
-                mode=mode,
-                filters=filters,
-                history=history,
-                stream=False,
-                trace=trace,
-                trace_key=trace_key,
-            )
+            *_, one = self.index.ask_stream(req, stream=False)
             return one
         if not readable or self.index.collection is None and all(c is None for _, _, c in readable):
             from .core.trace import nothing_ingested
 
             return nothing_ingested(question)
-        filt = (
-            filters if isinstance(filters, Filters) or filters is None else Filters.parse(filters)
-        )
-        params = SearchParams(
-            depth=s.rrf_depth,
-            rrf_k=s.rrf_k,
-            ef_search=s.ef_search,
-            dedup_threshold=s.dedup_threshold,
-            query_languages=s.query_languages,
-            filters=filt,
-        )
-        mode = mode or ("rerank" if s.reranker else "hybrid")
-        k = k or s.answer_passages
-        cols = {n: c for n, _, c in readable}
-        own = s.collection
-
-        def search(query: str, source: str) -> list[Hit]:
-            col = cols.get(source)
-            if col is None:
-                raise NotFoundError(f"source {source!r} holds nothing that can be searched")
-            searcher = self.index.searcher if source == own else self._source_searcher(source, col)
-            m = mode if source == own else "hybrid"
-            return list(searcher.search(query, principal, k=k, mode=m, params=params).hits)
-
-        def presence(source: str, keys: list[str]) -> float:
-            col = cols.get(source)
-            if col is None or not keys:
-                return 0.0
-            found = term_presence(self.index.db, col, principal, keys)
-            return sum(t in found for t in keys) / len(keys)
-
-        infos = [
-            SourceInfo(n, d, chunks=0 if c is None else visible_size(self.index.db, c, principal))
-            for n, d, c in readable
-        ]
-        min_ev = s.min_evidence if s.min_evidence is not None else DEFAULT_MIN_EVIDENCE
-        gate = ExtractiveAnswerer(language=s.language, min_evidence=min_ev)
-        terms = get_analyzer(s.language).terms
-        t0 = time.perf_counter()
-        contexts: list[Any] = []
-
-        class _Synth:
-            def __init__(inner, chat: Any) -> None:
-                inner.gen = self.index._generator(chat=chat)
-
-            def answer(inner, q: str, hits: list[Hit]) -> Answer:
-                ctx = self._assemble(hits, principal)
-                contexts.append(ctx)
-                return inner.gen.answer(q, list(ctx.passages))
-
-        decision: dict[str, Any] = {"mode": agent}
-        seed = None
+        run = _Run(self, req, question, readable, agent)
         if agent == "off":  # one-shot, routed: the best source(s) for the question, once
-            order, scores = H.route(question, infos, terms=terms, presence=presence)
-            order = order or [own]
-            found = [search(question, src) for src in order]
-            hits = _fused(found, k, s.rrf_k)
-            decision.update(
-                loop=False,
-                route={"sources": order, "scores": scores},
-                reason=f"one-shot, routed to {', '.join(order)}",
-            )
-            a = _Synth(self.index.chat).answer(question, hits)
-            a = replace(
-                a,
-                question=asked,
-                agent={
-                    **decision,
-                    "stop_reason": "one_shot",
-                    "steps": len(order),
-                    "sources": order,
-                },
-            )
-            return self._trace_research(
-                asked,
-                a,
-                contexts[-1],
-                None,
-                principal,
-                filters,
-                t0,
-                trace,
-                trace_key,
-                decision,
-                hits,
-            )
+            return run.routed()
+        seed = None
         if agent == "auto" and self.index.collection is not None:
-            hits = search(question, own)
-            ev = gate.evidence(question, hits)
-            parts = H.plan(question)
-            decision.update(one_shot_evidence=round(ev, 4), parts=len(parts))
-            if ev >= min_ev and len(parts) == 1:
-                decision.update(
-                    loop=False,
-                    reason=f"one-shot evidence {ev:.2f} ≥ {min_ev:.2f} "
-                    "and the question asks one thing",
-                )
-                a = _Synth(self.index.chat).answer(question, hits)
-                a = replace(
-                    a,
-                    agent={
-                        **decision,
-                        "stop_reason": "one_shot",
-                        "steps": 1,
-                        "model_calls": int(a.prompt_tokens is not None),
-                    },
-                )
-                return self._trace_research(
-                    question,
-                    a,
-                    contexts[-1],
-                    None,
-                    principal,
-                    filters,
-                    t0,
-                    trace,
-                    trace_key,
-                    decision,
-                    hits,
-                )
-            why = [f"one-shot evidence {ev:.2f} < {min_ev:.2f}"] if ev < min_ev else []
-            if len(parts) > 1:
-                why.append(f"the question has {len(parts)} parts")
-            decision.update(loop=True, reason="; ".join(why))
-            seed = (question, own, hits)
+            answered, seed = run.one_shot_if_enough()
+            if answered is not None:
+                return answered
         else:
-            decision.update(loop=True, reason="agent = on")
-        loop = AgentLoop(
-            search=search,
-            sources=infos,
-            gate=gate,
-            terms=terms,
-            answerer=_Synth,
-            min_evidence=min_ev,
-            budget=budget
-            or Budget(
-                max_steps=s.agent_max_steps,
-                max_model_calls=s.agent_max_model_calls,
-                max_tokens=s.agent_max_tokens,
-                max_seconds=s.agent_max_seconds,
-            ),
-            chat=self.index.chat,
-            presence=presence,
-            max_evidence=max(k, s.answer_passages),
-            partial_answers=s.agent_partial_answers,
-            rewrite_margin=s.agent_rewrite_margin,
-        )
-        run = loop.run(question, seed=seed, decision=decision)
-        ans = run.answer
-        assert ans is not None
-        a = replace(
-            ans,
-            question=asked,
-            notes=(*run.notes, *ans.notes),
-            agent={
-                **decision,
-                "stop_reason": run.stop_reason,
-                **run.usage,
-                "sources": sorted({k.source for k in run.evidence}),
-            },
-        )
-        ctx = _union(contexts) if contexts else self._assemble([], principal)
-        # the answer's passages: all of the final evidence the answerer read (its citations
-        # point into it), not only the parts that were answered
-        a = replace(a, hits=tuple({h.chunk_id: h for h in (*a.hits, *ctx.passages)}.values()))
-        return self._trace_research(
-            question, a, ctx, run, principal, filters, t0, trace, trace_key, decision, run.hits
-        )
+            run.decision.update(loop=True, reason="agent = on")
+        return run.loop(seed)
+
+    def _routable(self, req: AskRequest) -> list[tuple[str, str, Any]]:
+        """The sources the caller may read, restricted to ``req.sources`` (each of which
+        must be one of them)."""
+        readable = self._readable_sources(req.principal)
+        if req.sources:
+            known = {n for n, _, _ in readable}
+            bad = [x for x in req.sources if x not in known]
+            if bad:
+                raise NotFoundError(
+                    f"no source named {', '.join(map(repr, bad))} that you may search; "
+                    f"yours: {', '.join(sorted(known)) or '(none)'}"
+                )
+            readable = [r for r in readable if r[0] in req.sources]
+        return readable
 
     def _assemble(self, hits: Sequence[Hit], principal: Principal) -> Any:
         from .retrieve.context import assemble
@@ -368,21 +182,200 @@ class Research:
             reorder=False,
         )
 
-    def _trace_research(
+
+class _Run:
+    """One research request: its searches, its answerer, and its trace."""
+
+    def __init__(
         self,
+        research: Research,
+        req: AskRequest,
         question: str,
-        answer: Answer,
-        ctx: Any,
-        run: Any,
-        principal: Principal,
-        filters: Any,
-        t0: float,
-        trace: bool | None,
-        trace_key: int | None,
-        decision: Mapping[str, Any],
-        hits: Sequence[Hit],
+        readable: Sequence[tuple[str, str, Any]],
+        agent: str,
+    ) -> None:
+        from .generate import DEFAULT_MIN_EVIDENCE, ExtractiveAnswerer
+        from .retrieve.search import SearchParams
+
+        self.research, self.index, self.req = research, research.index, req
+        self.question, self.asked = question, req.question
+        s = self.s = self.index.settings
+        self.principal = req.principal
+        self.params = SearchParams(
+            depth=s.rrf_depth,
+            rrf_k=s.rrf_k,
+            ef_search=s.ef_search,
+            dedup_threshold=s.dedup_threshold,
+            query_languages=s.query_languages,
+            filters=req.parsed_filters(),
+        )
+        self.mode = req.mode or ("rerank" if s.reranker else "hybrid")
+        self.k = req.k or s.answer_passages
+        self.cols = {n: c for n, _, c in readable}
+        self.readable = readable
+        self.own = s.collection
+        self.min_ev = s.min_evidence if s.min_evidence is not None else DEFAULT_MIN_EVIDENCE
+        self.gate = ExtractiveAnswerer(language=s.language, min_evidence=self.min_ev)
+        self.t0 = time.perf_counter()
+        self.contexts: list[Any] = []
+        self.decision: dict[str, Any] = {"mode": agent}
+
+    def search(self, query: str, source: str) -> list[Hit]:
+        col = self.cols.get(source)
+        if col is None:
+            raise NotFoundError(f"source {source!r} holds nothing that can be searched")
+        if source == self.own:
+            searcher, mode = self.index.searcher, self.mode
+        else:
+            searcher, mode = self.research._source_searcher(source, col), "hybrid"
+        return list(
+            searcher.search(query, self.principal, k=self.k, mode=mode, params=self.params).hits
+        )
+
+    def presence(self, source: str, keys: list[str]) -> float:
+        from .store.sources import term_presence
+
+        col = self.cols.get(source)
+        if col is None or not keys:
+            return 0.0
+        found = term_presence(self.index.db, col, self.principal, keys)
+        return sum(t in found for t in keys) / len(keys)
+
+    def infos(self) -> list[Any]:
+        from .agent import SourceInfo
+        from .store.sources import visible_size
+
+        db, p = self.index.db, self.principal
+        return [
+            SourceInfo(n, d, chunks=0 if c is None else visible_size(db, c, p))
+            for n, d, c in self.readable
+        ]
+
+    def terms(self) -> Any:
+        from .analysis.analyzer import get_analyzer
+
+        return get_analyzer(self.s.language).terms
+
+    def answerer(self, chat: Any) -> Any:
+        """An answerer over ``chat`` whose contexts this run keeps (for the trace)."""
+        run = self
+
+        class _Synth:
+            def __init__(inner, chat: Any) -> None:
+                inner.gen = run.index._generator(chat=chat)
+
+            def answer(inner, q: str, hits: list[Hit]) -> Answer:
+                ctx = run.research._assemble(hits, run.principal)
+                run.contexts.append(ctx)
+                return inner.gen.answer(q, list(ctx.passages))
+
+        return _Synth if chat is _CLASS else _Synth(chat)
+
+    def routed(self) -> Answer:
+        """One-shot over the best source(s) for the question."""
+        from .agent import heuristics as H
+
+        order, scores = H.route(
+            self.question, self.infos(), terms=self.terms(), presence=self.presence
+        )
+        order = order or [self.own]
+        hits = _fused([self.search(self.question, src) for src in order], self.k, self.s.rrf_k)
+        self.decision.update(
+            loop=False,
+            route={"sources": order, "scores": scores},
+            reason=f"one-shot, routed to {', '.join(order)}",
+        )
+        a = self.answerer(self.index.chat).answer(self.question, hits)
+        agent = {**self.decision, "stop_reason": "one_shot", "steps": len(order), "sources": order}
+        a = replace(a, question=self.asked, agent=agent)
+        return self.trace(self.asked, a, self.contexts[-1], None, hits)
+
+    def one_shot_if_enough(self) -> tuple[Answer | None, Any]:
+        """(the one-shot answer, None) when its evidence suffices and the question asks one
+        thing, else (None, the seed the loop starts from)."""
+        from .agent import heuristics as H
+
+        hits = self.search(self.question, self.own)
+        ev = self.gate.evidence(self.question, hits)
+        parts = H.plan(self.question)
+        self.decision.update(one_shot_evidence=round(ev, 4), parts=len(parts))
+        if ev >= self.min_ev and len(parts) == 1:
+            self.decision.update(
+                loop=False,
+                reason=f"one-shot evidence {ev:.2f} ≥ {self.min_ev:.2f} "
+                "and the question asks one thing",
+            )
+            a = self.answerer(self.index.chat).answer(self.question, hits)
+            calls = int(a.prompt_tokens is not None)
+            a = replace(
+                a,
+                agent={
+                    **self.decision,
+                    "stop_reason": "one_shot",
+                    "steps": 1,
+                    "model_calls": calls,
+                },
+            )
+            return self.trace(self.question, a, self.contexts[-1], None, hits), None
+        why = [f"one-shot evidence {ev:.2f} < {self.min_ev:.2f}"] if ev < self.min_ev else []
+        if len(parts) > 1:
+            why.append(f"the question has {len(parts)} parts")
+        self.decision.update(loop=True, reason="; ".join(why))
+        return None, (self.question, self.own, hits)
+
+    def loop(self, seed: Any) -> Answer:
+        """The agent loop: plan, search, judge, rewrite, switch source, within budgets."""
+        from .agent import AgentLoop, Budget
+
+        s = self.s
+        loop = AgentLoop(
+            search=self.search,
+            sources=self.infos(),
+            gate=self.gate,
+            terms=self.terms(),
+            answerer=self.answerer(_CLASS),
+            min_evidence=self.min_ev,
+            budget=self.req.budget
+            or Budget(
+                max_steps=s.agent_max_steps,
+                max_model_calls=s.agent_max_model_calls,
+                max_tokens=s.agent_max_tokens,
+                max_seconds=s.agent_max_seconds,
+            ),
+            chat=self.index.chat,
+            presence=self.presence,
+            max_evidence=max(self.k, s.answer_passages),
+            partial_answers=s.agent_partial_answers,
+            rewrite_margin=s.agent_rewrite_margin,
+        )
+        run = loop.run(self.question, seed=seed, decision=self.decision)
+        ans = run.answer
+        assert ans is not None
+        a = replace(
+            ans,
+            question=self.asked,
+            notes=(*run.notes, *ans.notes),
+            agent={
+                **self.decision,
+                "stop_reason": run.stop_reason,
+                **run.usage,
+                "sources": sorted({k.source for k in run.evidence}),
+            },
+        )
+        ctx = (
+            _union(self.contexts) if self.contexts else self.research._assemble([], self.principal)
+        )
+        # the answer's passages: all of the final evidence the answerer read (its citations
+        # point into it), not only the parts that were answered
+        a = replace(a, hits=tuple({h.chunk_id: h for h in (*a.hits, *ctx.passages)}.values()))
+        return self.trace(self.question, a, ctx, run, run.hits)
+
+    def trace(
+        self, question: str, answer: Answer, ctx: Any, run: Any, hits: Sequence[Hit]
     ) -> Answer:
-        if not self.index.recorder.enabled(trace) or self.index.collection is None:
+        """The answer, with the id of its stored trace when traces are on."""
+        index = self.index
+        if not index.recorder.enabled(self.req.trace) or index.collection is None:
             return answer
         from .core.trace import add_answer, search_trace
         from .retrieve.search import SearchResult
@@ -390,27 +383,34 @@ class Research:
         res = SearchResult(query=question, mode="agent", hits=tuple(hits))
         record = search_trace(
             res,
-            principal,
+            self.principal,
             question=question,
-            collection=self.index.collection.name,
-            filters=filters,
+            collection=index.collection.name,
+            filters=self.req.filters,
             kind="ask",
         )
-        count = (
-            self.index.chat.count_tokens if self.index.chat else self.index.embedder.count_tokens
-        )
+        count = index.chat.count_tokens if index.chat else index.embedder.count_tokens
         record = add_answer(
-            record, ctx, answer, generate_ms=(time.perf_counter() - t0) * 1000, count_tokens=count
+            record,
+            ctx,
+            answer,
+            generate_ms=(time.perf_counter() - self.t0) * 1000,
+            count_tokens=count,
         )
-        record["generation"]["model"] = self.index.settings.generator
+        record["generation"]["model"] = self.s.generator
         record["agent"] = (
             run.to_dict()
             if run is not None
-            else {"decision": dict(decision), "stop_reason": "one_shot"}
+            else {"decision": dict(self.decision), "stop_reason": "one_shot"}
         )
-        record["timings_ms"] = {"total": round((time.perf_counter() - t0) * 1000, 3)}
-        tid = self.index.recorder.save(principal, record, trace_key)
-        return replace(answer, trace_id=tid)
+        record["timings_ms"] = {"total": round((time.perf_counter() - self.t0) * 1000, 3)}
+        return replace(
+            answer, trace_id=index.recorder.save(self.principal, record, self.req.trace_key)
+        )
+
+
+_CLASS: Any = object()
+"""``_Run.answerer(_CLASS)``: the answerer class itself (the loop builds one per model)."""
 
 
 def _union(contexts: Sequence[Any]) -> Any:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .core.requests import principal_of
 from .core.types import Answer, Principal
 
 if TYPE_CHECKING:
@@ -17,12 +18,6 @@ if TYPE_CHECKING:
 
 
 EXPIRE_EVERY_S = 3600.0
-
-
-def _principal(tenant: str, groups: Iterable[str] | str | None) -> Principal:
-    if isinstance(groups, str):
-        groups = [g.strip() for g in groups.split(",") if g.strip()]
-    return Principal(tenant=tenant, groups=tuple(groups or ()))
 
 
 class TraceRecorder:
@@ -74,7 +69,7 @@ class TraceRecorder:
             return None
         from .store.traces import get_trace
 
-        who = None if tenant is None else _principal(tenant, groups)
+        who = None if tenant is None else principal_of(tenant, groups)
         return get_trace(self.db, self.collection.id, trace_id, who, admin=admin, key_id=key_id)
 
     def traces(
@@ -92,7 +87,7 @@ class TraceRecorder:
             return []
         from .store.traces import recent_traces
 
-        who = None if tenant is None else _principal(tenant, groups)
+        who = None if tenant is None else principal_of(tenant, groups)
         return recent_traces(
             self.db, self.collection.id, who, limit=limit, admin=admin, key_id=key_id
         )

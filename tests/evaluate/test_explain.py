@@ -311,17 +311,14 @@ def test_beir_broken_legs_are_not_retrieved(fake_index, tmp_path):
         assert _by_query(ex) == {"q3": NOT_RETRIEVED}
 
 
-def test_beir_broken_fusion_is_ranked_out(fake_index, tmp_path, monkeypatch):
-    import ragline.retrieve.search as search
+def test_beir_broken_fusion_is_ranked_out(fake_index, tmp_path):
     from ragline.evaluate.retrieval import evaluate_beir
 
     beir = _beir(tmp_path)
     good = evaluate_beir(fake_index, beir, mode="hybrid", depth=20, explain_k=1)
     assert good["explain"][NOT_RETRIEVED] == 0
-    fuse = search.reciprocal_rank_fusion
-    monkeypatch.setattr(
-        search, "reciprocal_rank_fusion", lambda *a, **kw: list(reversed(fuse(*a, **kw)))
-    )
+    fuse = fake_index.searcher.fusion  # a fusion that ranks upside down, injected
+    fake_index.searcher.fusion = lambda *a, **kw: list(reversed(fuse(*a, **kw)))
     bad = evaluate_beir(fake_index, beir, mode="hybrid", depth=20, explain_k=1)
     ex = bad["explain"]
     assert ex["missed"] == 4 and ex[RANKED_OUT] == 4  # all still candidates of the legs

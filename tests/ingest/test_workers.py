@@ -57,7 +57,7 @@ def test_ingest_survives_hostile_parsers(pg_url, schema, tmp_path):
         pg_url, schema, embedder=FakeEmbedder(), parse_timeout_s=3, parse_memory_mb=512
     )
     files = _files(tmp_path, ["good.md", "hang.md", "crash.md", "fine.md"])
-    ing = idx._ingestor(None)
+    ing = idx.ingestion.ingestor(None)
     ing.parse_options["parse_fn"] = HOSTILE
     from ragline.core.types import Principal
     from ragline.ingest.sources import file_source

@@ -346,11 +346,10 @@ def test_zip_bomb_by_ratio() -> None:
     assert "ZIP bomb" in info.value.reason
 
 
-def test_zip_bomb_by_declared_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(docx_module, "MAX_PART_BYTES", 10_000)
+def test_zip_bomb_by_declared_size() -> None:
     data = make_docx(p("word " * 5_000))
     with pytest.raises(ParseError) as info:
-        parse(data)
+        DocxParser(max_part_bytes=10_000).parse(data, path=Path("report.docx"))
     assert "word/document.xml" in info.value.reason and "limit" in info.value.reason
 
 

@@ -183,12 +183,12 @@ def test_directory(tmp_path: Path) -> None:
 
 
 def test_unexpected_library_failure_is_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ragline.parse.html as html_module
+    from lxml import etree
 
-    def boom(text: str):
+    def boom(*_a, **_kw):
         raise RuntimeError("libxml2 exploded")
 
-    monkeypatch.setattr(html_module, "_parse_tree", boom)
+    monkeypatch.setattr(etree, "fromstring", boom)  # the library fails, not ragline
     with pytest.raises(ParseError) as info:
         parse_bytes(b"<p>x</p>", path=Path("x.html"))
     assert info.value.reason == "could not parse as HTML: libxml2 exploded"

@@ -296,15 +296,12 @@ def test_page_without_text_is_recorded(canvas_pdf):
         parse(canvas_pdf("blank.pdf", drawing), ocr=False)
 
 
-def test_pages_without_text_go_to_ocr(canvas_pdf, monkeypatch):
-    ocr = pytest.importorskip("ragline.parse.ocr")
+def test_pages_without_text_go_to_ocr(canvas_pdf):
     seen = []
 
     def fake_ocr(image, languages=None, **_):
         seen.append((image.size, languages))
         return "Recognised words from the scan."
-
-    monkeypatch.setattr(ocr, "ocr_image", fake_ocr)
 
     def drawing(c, _):
         c.rect(100, 100, 300, 300, fill=1)
@@ -312,7 +309,7 @@ def test_pages_without_text_go_to_ocr(canvas_pdf, monkeypatch):
     def text(c, number):
         c.drawString(72, 700, f"Typed text on page {number}.")
 
-    doc = parse(canvas_pdf("scan.pdf", text, drawing, text))
+    doc = parse(canvas_pdf("scan.pdf", text, drawing, text), ocr=fake_ocr)
     assert len(seen) == 1 and seen[0][0][0] > 2000  # 300 dpi: an A4 page is 2480 px wide
     assert [(b.text, b.page) for b in doc.blocks] == [
         ("Typed text on page 1.", 1),
@@ -391,18 +388,13 @@ def test_truncated_and_corrupt_files_raise_parse_error(tmp_path):
         parse_bytes(b"%PDF-1.7\n this is not a pdf at all", path=tmp_path / "junk.pdf")
 
 
-def test_huge_pages_are_read_as_plain_text(canvas_pdf, monkeypatch):
-    import ragline.parse.pdf as pdf_module
-
+def test_huge_pages_are_read_as_plain_text(canvas_pdf):
     def page(c, _):
         for i in range(40):
             c.drawString(72, 760 - 14 * i, f"Dense line number {i} of a crowded page.")
 
     path = canvas_pdf("dense.pdf", page)
-    monkeypatch.setattr(pdf_module, "MAX_PAGE_OBJECTS", 10)  # layout analysis is skipped
-    started = time.perf_counter()
-    doc = parse(path)
-    assert time.perf_counter() - started < 5
+    doc = parse(path, max_page_objects=10)  # layout analysis is skipped
     assert doc.metadata["pages_plain_text"] == [1]
     assert "Dense line number 39 of a crowded page." in doc.text
 
@@ -498,17 +490,12 @@ def test_matches_docling_reference():
 
 
 @needs_documents
-def test_every_shared_pdf_parses_quickly(monkeypatch):
+def test_every_shared_pdf_parses(monkeypatch):
+    """Every shared PDF gives blocks (its speed is bench/parse_throughput.py's, not a test's)."""
     monkeypatch.delenv(PASSWORD_ENV, raising=False)
-    pages = 0
-    started = time.perf_counter()
     for path in sorted(PDFS.glob("*.pdf")):
         doc = parse(path, password="password" if "password" in path.name else None, ocr=False)
-        assert doc.blocks, path.name
-        pages += doc.metadata["pages"]
-    seconds = time.perf_counter() - started
-    print(f"\n{pages} pages in {seconds:.1f}s: {pages / seconds:.1f} pages/s (without OCR)")
-    assert pages / seconds > 1.0
+        assert doc.blocks and doc.metadata["pages"] >= 1, path.name
 
 
 @needs_documents

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..core.errors import NotFoundError, RaglineError
+from ..core.requests import AskRequest, SearchRequest, groups_of
 from ..core.trace import NOTHING_INGESTED, answer_dict, search_dict
 from ..core.types import breadcrumb
 from .common import CHUNKING_CHOICES
@@ -383,13 +384,15 @@ def search(
 
     index = obj.index()
     res = index.search_result(
-        query,
-        tenant=tenant,
-        groups=groups,
-        k=k,
-        mode=mode,
-        include_history=include_history,
-        filters=Filters.from_pairs(filters),
+        SearchRequest(
+            query,
+            tenant=tenant,
+            groups=groups_of(groups),
+            k=k,
+            mode=mode,
+            include_history=include_history,
+            filters=Filters.from_pairs(filters),
+        )
     )
     if NOTHING_INGESTED in res.notes:  # a script should notice: exit 1
         raise NotFoundError(
@@ -490,11 +493,13 @@ def ask(
         if value
     }
     index = obj.index(**overrides)
-    kwargs = {"tenant": tenant, "groups": groups, "k": k, "filters": Filters.from_pairs(filters)}
+    req = AskRequest(
+        question, tenant=tenant, groups=groups_of(groups), k=k, filters=Filters.from_pairs(filters)
+    )
     if sources and index.settings.agent == "off":
         raise click.UsageError("--source routes the agent: add --agent on (or auto)")
     if index.settings.agent != "off":
-        a = index.research(question, agent=index.settings.agent, sources=sources or None, **kwargs)
+        a = index.research(req, agent=index.settings.agent, sources=sources or None)
         if as_json:
             _echo_json(answer_dict(a))
             return
@@ -502,7 +507,7 @@ def ask(
     elif stream and not as_json:
         a = None
         shown: list[str] = []
-        for item in index.ask_stream(question, **kwargs):
+        for item in index.ask_stream(req):
             if isinstance(item, Answer):
                 a = item
             else:
@@ -514,7 +519,7 @@ def ask(
             click.secho("\nChecked answer:", bold=True)
             click.echo(a.text)
     else:
-        a = index.ask(question, **kwargs)
+        a = index.ask(req)
         if as_json:
             _echo_json(answer_dict(a))
             return

@@ -8,8 +8,8 @@ themselves and send back the parsed document, so the parent never holds raw byte
 files it does not need. Workers are fresh interpreters (``python -m
 ragline.ingest.workers``), so user scripts need no ``if __name__ == "__main__"`` guard.
 
-Defaults (override with ``RAGLINE_PARSE_TIMEOUT_S`` / ``RAGLINE_PARSE_MEMORY_MB`` /
-``RAGLINE_PARSE_WORKERS``): 120 s and 2,048 MB of address space per file, one worker
+Defaults (the settings ``parse_timeout_s`` / ``parse_memory_mb`` / ``parse_workers``,
+``RAGLINE_PARSE_…`` in the environment, override them): 120 s and 2,048 MB of address space per file, one worker
 per core (at most 4). Results come back in submission order while up to ``window``
 files are parsed ahead, so parsing overlaps with embedding in the parent.
 """
@@ -131,14 +131,10 @@ class ParsePool(Generic[T]):
         parser processes' environment only, never this process's."""
         self.boundary = boundary
         self.pdf_password = pdf_password
-        env = os.environ
-        self.workers = (
-            workers
-            or int(env.get("RAGLINE_PARSE_WORKERS", 0))
-            or max(1, min(os.cpu_count() or 1, 4))
-        )
-        self.timeout_s = timeout_s or float(env.get("RAGLINE_PARSE_TIMEOUT_S", DEFAULT_TIMEOUT_S))
-        self.memory_mb = memory_mb or int(env.get("RAGLINE_PARSE_MEMORY_MB", DEFAULT_MEMORY_MB))
+        # the settings (RAGLINE_PARSE_WORKERS / _TIMEOUT_S / _MEMORY_MB) pass these in
+        self.workers = workers or max(1, min(os.cpu_count() or 1, 4))
+        self.timeout_s = timeout_s or DEFAULT_TIMEOUT_S
+        self.memory_mb = memory_mb or DEFAULT_MEMORY_MB
         self.parse_fn = parse_fn
         self._pool: list[_Worker] = []
         self.restarts = 0

@@ -81,8 +81,11 @@ class DocxParser:
 
     media_types: tuple[str, ...] = (DOCX_MEDIA_TYPE,)
 
+    def __init__(self, *, max_part_bytes: int = MAX_PART_BYTES) -> None:
+        self.max_part_bytes = max_part_bytes
+
     def parse(self, data: bytes, *, path: Path) -> ParsedDocument:
-        package = _Package(data, path)
+        package = _Package(data, path, max_part_bytes=self.max_part_bytes)
         document_part = package.main_part()
         root = package.xml(document_part)
         if root is None:
@@ -128,8 +131,9 @@ class DocxParser:
 class _Package:
     """The ZIP container with every read bounded; part names are case-insensitive."""
 
-    def __init__(self, data: bytes, path: Path) -> None:
+    def __init__(self, data: bytes, path: Path, *, max_part_bytes: int = MAX_PART_BYTES) -> None:
         self.path = path
+        self.max_part_bytes = max_part_bytes
         if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
             raise ParseError(
                 str(path),
@@ -163,11 +167,11 @@ class _Package:
         info = self.names.get(name.lstrip("/").lower())
         if info is None:
             return None
-        if info.file_size > MAX_PART_BYTES:
+        if info.file_size > self.max_part_bytes:
             raise ParseError(
                 str(self.path),
                 f"part {info.filename} is {info.file_size:,} bytes uncompressed "
-                f"(limit {MAX_PART_BYTES:,}); refusing a possible ZIP bomb",
+                f"(limit {self.max_part_bytes:,}); refusing a possible ZIP bomb",
             )
         ratio = info.file_size / max(1, info.compress_size)
         if info.file_size > RATIO_FLOOR_BYTES and ratio > MAX_RATIO:

@@ -40,7 +40,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -81,8 +81,10 @@ class PdfParser:
 
     ``password`` opens protected files; by default it is read from the
     ``RAGLINE_PDF_PASSWORD`` environment variable. With ``ocr``, pages without a text
-    layer are recognised by :func:`ragline.parse.ocr.ocr_image` in ``ocr_languages``
-    (``None``: that module's default, ``RAGLINE_OCR_LANGUAGES`` or English).
+    layer are recognised by :func:`ragline.parse.ocr.ocr_image` (or by ``ocr`` itself
+    when it is a function ``(image, languages) -> text``) in ``ocr_languages``
+    (``None``: that module's default, ``RAGLINE_OCR_LANGUAGES`` or English). A page of
+    more than ``max_page_objects`` objects is read as plain text, without layout.
     """
 
     media_types: tuple[str, ...] = ("application/pdf",)
@@ -91,12 +93,14 @@ class PdfParser:
         self,
         password: str | None = None,
         *,
-        ocr: bool = True,
+        ocr: bool | Callable[..., str] = True,
         ocr_languages: Sequence[str] | None = None,
+        max_page_objects: int = MAX_PAGE_OBJECTS,
     ) -> None:
         self.password = password if password is not None else os.environ.get(PASSWORD_ENV)
         self.ocr = ocr
         self.ocr_languages = list(ocr_languages) if ocr_languages is not None else None
+        self.max_page_objects = max_page_objects
 
     def parse(self, data: bytes, *, path: Path) -> ParsedDocument:
         path = Path(path)
@@ -386,8 +390,9 @@ class _Builder:
         try:
             width, height = page.get_size()
             chars = textpage.count_chars()
-            objects = _count_objects(page, MAX_PAGE_OBJECTS)
-            if chars > MAX_PAGE_CHARS or objects > MAX_PAGE_OBJECTS:
+            limit = self.parser.max_page_objects
+            objects = _count_objects(page, limit)
+            if chars > MAX_PAGE_CHARS or objects > limit:
                 self.metadata.setdefault("pages_plain_text", []).append(index + 1)
                 return Page(index + 1, width, height, plain=textpage.get_text_range())
             if chars == 0:
@@ -432,10 +437,12 @@ class _Builder:
         """Blocks recognised on pages without a text layer, by page number."""
         if not pages or not self.parser.ocr:
             return {}
-        try:
-            recognise = importlib.import_module(".ocr", __package__).ocr_image
-        except (ImportError, AttributeError):
-            return {}
+        recognise = self.parser.ocr
+        if not callable(recognise):
+            try:
+                recognise = importlib.import_module(".ocr", __package__).ocr_image
+            except (ImportError, AttributeError):
+                return {}
         out: dict[int, list[_Raw]] = {}
         for number in pages:
             page = self.doc[number - 1]

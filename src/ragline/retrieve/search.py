@@ -167,7 +167,10 @@ class HybridSearcher:
         analyzer: Any,
         reranker: Any = None,
         rerank_depth: int = 50,
+        fusion: Callable[..., list[tuple[int, float]]] = reciprocal_rank_fusion,
     ) -> None:
+        self.fusion = fusion
+        """Fuses the legs' rankings (``{leg: [chunk ids]}``, ``k``, ``depth``) into one."""
         self.reranker = reranker
         self.rerank_depth = rerank_depth
         self.db = db
@@ -292,7 +295,7 @@ class HybridSearcher:
         bm25_query = dict(done["bm25"].info) if "bm25" in done else {}
         t_fuse = time.perf_counter()
         if mode == "hybrid":
-            ranked = reciprocal_rank_fusion(
+            ranked = self.fusion(
                 {name: [cid for cid, _ in res] for name, res in legs.items()},
                 k=params.rrf_k,
                 depth=params.depth,

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from fastapi.security import HTTPAuthorizationCredentials
 from fastapi.staticfiles import StaticFiles
 
 from ..core.errors import AccessError, ConfigError, LimitError, NotFoundError, RaglineError
+from ..core.requests import AskRequest as Ask
+from ..core.requests import SearchRequest as Search
 from ..core.trace import search_dict
 from ..core.types import Answer
 from . import routes_documents, routes_keys, routes_query
@@ -36,7 +39,6 @@ from .ids import IdCodec
 from .jobs import JobRunner
 from .metrics import Metrics
 from .public import PublicView
-from .schemas import SearchRequest
 
 log = logging.getLogger("ragline.serve")
 STATIC = Path(__file__).parent / "static"
@@ -118,81 +120,39 @@ class Server:
         return Caller(rec)
 
     # -- query ----------------------------------------------------------------------
-    def search(self, caller: Caller, req: SearchRequest) -> dict[str, Any]:
-        res = self.index.search_result(
-            req.query,
+    def _as_caller(self, caller: Caller, req: Any) -> Any:
+        """The request as ``caller`` makes it: their tenant, groups and key; filter values
+        of public ids translated."""
+        return replace(
+            req,
             tenant=caller.tenant,
             groups=caller.groups,
-            k=req.k,
-            mode=req.mode,
             filters=self.view.filters_in(req.filters, caller.tenant) or None,
-            include_history=req.include_history,
             trace_key=caller.key.id,
         )
+
+    def search(self, caller: Caller, req: Search) -> dict[str, Any]:
+        res = self.index.search_result(self._as_caller(caller, req))
         self.metrics.observe_stages(res.timings_ms)
         return dict(self.view.out(search_dict(req.query, res), caller.tenant))
 
-    def ask_items(
-        self,
-        caller: Caller,
-        question: str,
-        *,
-        k: int | None = None,
-        mode: str | None = None,
-        filters: dict[str, Any] | None = None,
-        history: list[dict[str, str]] | None = None,
-        stream: bool = True,
-        agent: str | None = None,
-        sources: list[str] | None = None,
-    ) -> Iterator[str | Answer]:
+    def ask_items(self, caller: Caller, req: Ask, *, stream: bool = True) -> Iterator[str | Answer]:
         """Text pieces, then the checked answer (an abstention on an empty index). The
         request's size is checked now, before a stream starts (a 422, not an SSE error).
         ``agent`` on or auto (default: the ``agent`` setting) answers through the research
-        loop, over ``sources`` the caller may read."""
-        self.index.check_size(question, filters or None)
-        if (agent or self.index.settings.agent) != "off" and self.index.collection is not None:
-            t0 = time.perf_counter()
-            a = self.index.research(
-                question,
-                tenant=caller.tenant,
-                groups=caller.groups,
-                agent=agent or self.index.settings.agent,
-                sources=sources,
-                k=k,
-                mode=mode,
-                filters=self.view.filters_in(filters, caller.tenant) or None,
-                history=history or (),
-                trace_key=caller.key.id,
-            )
+        loop, over the ``sources`` the caller may read."""
+        self.index.check_size(req.question, req.filters or None)
+        req = self._as_caller(caller, req)
+        agent = req.agent or self.index.settings.agent
+        t0 = time.perf_counter()
+        if agent != "off" and self.index.collection is not None:
+            a = self.index.research(req, agent=agent)
             self.metrics.observe_stages({"ask": (time.perf_counter() - t0) * 1000})
             return iter([a.text, a])
-        return self._ask_items(
-            caller, question, k=k, mode=mode, filters=filters, history=history, stream=stream
-        )
+        return self._streamed(self.index.ask_stream(req, stream=stream), t0)
 
-    def _ask_items(
-        self,
-        caller: Caller,
-        question: str,
-        *,
-        k: int | None,
-        mode: str | None,
-        filters: dict[str, Any] | None,
-        history: list[dict[str, str]] | None,
-        stream: bool,
-    ) -> Iterator[str | Answer]:
-        t0 = time.perf_counter()
-        for item in self.index.ask_stream(
-            question,
-            tenant=caller.tenant,
-            groups=caller.groups,
-            k=k,
-            mode=mode,
-            filters=self.view.filters_in(filters, caller.tenant) or None,
-            history=history or (),
-            stream=stream,
-            trace_key=caller.key.id,
-        ):
+    def _streamed(self, items: Iterable[str | Answer], t0: float) -> Iterator[str | Answer]:
+        for item in items:
             if isinstance(item, Answer):
                 self.metrics.observe_stages({"ask": (time.perf_counter() - t0) * 1000})
             yield item

@@ -26,6 +26,8 @@ from typing_extensions import TypedDict  # pydantic needs it for TypedDict schem
 
 from ..admin import ApiKey
 from ..core.errors import ConfigError, RaglineError
+from ..core.requests import AskRequest as Ask
+from ..core.requests import SearchRequest as Search
 from ..core.trace import answer_dict, search_dict
 from ..core.types import breadcrumb
 from .public import PublicView
@@ -292,7 +294,9 @@ class RaglineTools:
         if not query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         res = idx.search_result(
-            query, tenant=who.tenant, groups=who.groups, k=k, filters=filters, trace_key=who.id
+            Search(
+                query, tenant=who.tenant, groups=who.groups, k=k, filters=filters, trace_key=who.id
+            )
         )
         data = self.view().out(search_dict(query, res, timings=False), who.tenant)
         return format_hits(query, data["hits"]), data
@@ -307,12 +311,14 @@ class RaglineTools:
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
         a = idx.ask(
-            question,
-            tenant=who.tenant,
-            groups=who.groups,
-            k=k,
-            filters=filters,
-            trace_key=who.id,
+            Ask(
+                question,
+                tenant=who.tenant,
+                groups=who.groups,
+                k=k,
+                filters=filters,
+                trace_key=who.id,
+            )
         )
         data = self.view().answer(answer_dict(a), who.tenant)
         return format_answer(data), data
@@ -332,12 +338,14 @@ class RaglineTools:
         if not question.strip():
             raise ConfigError("the question is empty; pass the question to answer")
         a = idx.research(
-            question,
-            tenant=who.tenant,
-            groups=who.groups,
-            sources=sources or None,
-            filters=filters,
-            trace_key=who.id,
+            Ask(
+                question,
+                tenant=who.tenant,
+                groups=who.groups,
+                sources=sources or None,
+                filters=filters,
+                trace_key=who.id,
+            )
         )
         data = self.view().answer(answer_dict(a), who.tenant)
         text = format_answer(data)

@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field, field_validator
 
 from ..core.errors import RaglineError
+from ..core.requests import AskRequest as Ask
 from ..core.trace import citation_dict
 from ..core.types import Answer, breadcrumb
 from .auth import Who
@@ -150,7 +151,8 @@ def add_chat_routes(app: FastAPI, srv: Any) -> None:
             )
         question, history = split_messages(req.messages)
         agent = "on" if req.model == AGENT_MODEL_ID else None  # the research loop
-        items = srv.ask_items(c, question, history=history, stream=req.stream, agent=agent)
+        ask = Ask(question, history=tuple(history), agent=agent)
+        items = srv.ask_items(c, ask, stream=req.stream)
         created = int(time.time())
         shown = _Shown(srv.view, c.tenant)
         if not req.stream:

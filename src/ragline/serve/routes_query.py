@@ -11,6 +11,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from ..core.errors import RaglineError
+from ..core.requests import AskRequest as Ask
+from ..core.requests import SearchRequest as Search
 from ..core.trace import answer_dict
 from ..core.types import Answer
 from .auth import Who
@@ -45,7 +47,16 @@ def routes(srv: Server) -> APIRouter:
     # -- query ------------------------------------------------------------------------
     @router.post("/v1/search", tags=["query"], summary="BM25 + vector search, fused with RRF")
     def search(req: SearchRequest, c: Who) -> dict[str, Any]:
-        return srv.search(c, req)
+        return srv.search(
+            c,
+            Search(
+                req.query,
+                k=req.k,
+                mode=req.mode,
+                filters=req.filters,
+                include_history=req.include_history,
+            ),
+        )
 
     @router.post(
         "/v1/ask",
@@ -55,17 +66,16 @@ def routes(srv: Server) -> APIRouter:
     )
     def ask(req: AskRequest, c: Who, request: Request) -> Any:
         stream = req.stream or "text/event-stream" in request.headers.get("accept", "")
-        items = srv.ask_items(
-            c,
+        ask = Ask(
             req.question,
             k=req.k,
             mode=req.mode,
             filters=req.filters,
-            history=[t.model_dump() for t in req.history],
-            stream=stream,
+            history=tuple(t.model_dump() for t in req.history),
             agent=req.agent,
             sources=req.sources,
         )
+        items = srv.ask_items(c, ask, stream=stream)
         if not stream:
             answer = [i for i in items if isinstance(i, Answer)][-1]
             return srv.view.answer(answer_dict(answer), c.tenant)
