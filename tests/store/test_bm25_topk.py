@@ -122,9 +122,19 @@ def _stats(docs, query):
 
 
 def _check(got, ref):
-    assert [c for c, _ in got] == [c for c, _ in ref]
+    """Same scores position by position; same ids, except that chunks whose scores are
+    equal (but were summed in another order, so differ in the last bit) may swap, and a
+    tie across the k-th place may keep either."""
+    assert len(got) == len(ref)
     for (_, a), (_, b) in zip(got, ref):
         assert a == pytest.approx(b, abs=1e-9)
+
+    def canonical(hits):
+        return [c for c, s in sorted(hits, key=lambda h: (-round(h[1], 9), h[0]))]
+
+    last = round(ref[-1][1], 9) if ref else None
+    cut = [c for c, s in ref if round(s, 9) != last]  # everything above the last tie group
+    assert canonical(got)[: len(cut)] == canonical(ref)[: len(cut)]
 
 
 @settings(max_examples=60, deadline=None)

@@ -25,6 +25,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from itertools import chain
 
 from ..core.errors import ConfigError
 from .stopwords import STOPWORDS
@@ -141,15 +142,15 @@ class Analyzer:
     def terms(self, text: str) -> list[str]:
         """Index terms in order of occurrence (duplicates kept), exact codes added."""
         norm = _normalize(text, self.ignorables)
-        out: list[str] = []
-        cache = self._stem_cache  # word → its terms: one lookup per word once it is known
-        for w in _WORD.findall(norm):
-            t = cache.get(w)
-            if t is None:
-                t = self._word_terms(w)
-                if len(cache) < 500_000:
-                    cache[w] = t
-            out.extend(t)
+        words = _WORD.findall(norm)
+        cache = self._stem_cache  # word → its terms: analyzed once, then looked up in C
+        new = set(words).difference(cache)
+        if new and len(cache) + len(new) > 500_000:  # full: this text's words on their own
+            cache = {w: cache.get(w) or self._word_terms(w) for w in set(words)}
+        else:
+            for w in new:
+                cache[w] = self._word_terms(w)
+        out = list(chain.from_iterable(map(cache.__getitem__, words)))
         for m in _CODE.finditer(norm):
             code = m.group(0)
             if len(code) <= MAX_TERM_CHARS and any(c.isdigit() for c in code):

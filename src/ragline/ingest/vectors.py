@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class VectorDocument:
     modified: datetime | None = None
     groups: tuple[str, ...] | None = None
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
         h = hashlib.sha256()
         h.update(self.title.encode())
@@ -221,6 +222,12 @@ def check_file(path: Path, dim: int) -> tuple[int, int]:
     return docs, chunks
 
 
+PARALLEL_ANALYSIS_AT = 1000
+"""A batch of at least this many chunks is analyzed (BM25 terms, text hashes) in a helper
+process, while this process's writer thread sends the previous batch: the Python work of
+a bulk load is split between two cores instead of contending for one GIL."""
+
+
 class VectorIngestor:
     """Writes validated documents in batches through the store's normal write path."""
 
@@ -240,6 +247,7 @@ class VectorIngestor:
         self.keep_versions = keep_versions
         self.extra_metadata = dict(metadata or {})
         self.on_progress = on_progress or (lambda *_a: None)
+        self._helper: Any = None
 
     def ingest(self, docs: Iterable[VectorDocument], *, owner: Principal) -> Any:
         from .pipeline import IngestReport, WriteAhead, windows
@@ -249,13 +257,32 @@ class VectorIngestor:
         default_groups = tuple(sorted(set(owner.groups)))
         batch: list[tuple[VectorDocument, bool]] = []
 
-        with WriteAhead() as writer:
-            for some in windows(docs, 1000):
-                self._ingest_some(some, owner, default_groups, report, writer, batch)
-            if batch:
-                self._write(batch, owner, default_groups, report, writer)
+        try:
+            with WriteAhead() as writer:
+                for some in windows(docs, 1000):
+                    self._ingest_some(some, owner, default_groups, report, writer, batch)
+                if batch:
+                    self._write(batch, owner, default_groups, report, writer)
+        finally:
+            if self._helper is not None:
+                self._helper.close()
+                self._helper = None
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _analyzed(self, items: list[tuple[str, str]]) -> list[tuple[Counter[str], str]]:
+        """(term counts, text hash) of each (indexed text, language); a large batch in the
+        helper process (started on the first one: a small ingest never pays for it)."""
+        from ..analysis.analyzer import MultiAnalyzer
+        from .analysis_helper import AnalysisHelper, analyze
+
+        name = getattr(self.analyzer, "name", "")
+        if len(items) >= PARALLEL_ANALYSIS_AT and MultiAnalyzer.from_name(name) is not None:
+            if self._helper is None:
+                self._helper = AnalysisHelper()
+            result: list[tuple[Counter[str], str]] = self._helper.analyze(name, items)
+            return result
+        return analyze(self.analyzer, items)
 
     def _ingest_some(
         self,
@@ -299,20 +326,17 @@ class VectorIngestor:
         report: Any,
         writer: Any,
     ) -> None:
-        """Analyze the batch here, write it in ``writer``'s thread."""
+        """Analyze the batch (here, or in the helper process), write it in ``writer``'s thread."""
         from ..analysis.language import detect_language
         from ..embed.openai_api import estimate_tokens
         from ..store.documents import PreparedChunk
         from ..store.writes import DocumentWrite
-        from .pipeline import text_hash
 
-        writes = []
+        docs = []
         for doc, _ in batch:
             text = "\n\n".join(c.text for c in doc.chunks)
             language = doc.language or detect_language(text[:4000]).code
-            meta = {**doc.metadata, **self.extra_metadata}
-            meta.setdefault("language", language)
-            prepared, pos = [], 0
+            chunks, pos = [], 0
             for i, c in enumerate(doc.chunks):
                 chunk = Chunk(
                     ordinal=i,
@@ -327,13 +351,20 @@ class VectorIngestor:
                     page=c.page,
                 )
                 pos += len(c.text) + 2
+                chunks.append(chunk)
+            docs.append((doc, language, chunks))
+        analyzed = iter(
+            self._analyzed([(c.indexed_text, lang) for _, lang, cs in docs for c in cs])
+        )
+        writes = []
+        for doc, language, chunks in docs:
+            meta = {**doc.metadata, **self.extra_metadata}
+            meta.setdefault("language", language)
+            prepared = []
+            for chunk, c in zip(chunks, doc.chunks):
+                terms, digest = next(analyzed)
                 prepared.append(
-                    PreparedChunk(
-                        chunk=chunk,
-                        embedding=c.vector,
-                        terms=Counter(self.analyzer.terms(chunk.indexed_text, language)),
-                        text_hash=text_hash(chunk.indexed_text),
-                    )
+                    PreparedChunk(chunk=chunk, embedding=c.vector, terms=terms, text_hash=digest)
                 )
             writes.append(
                 DocumentWrite(

@@ -64,8 +64,11 @@ class IndexedChunks:
 
 def forward_index(terms: dict[str, int]) -> tuple[list[str], list[int]]:
     """A chunk's distinct terms, sorted, and their tf (as stored: :func:`encode_forward`)."""
-    items = sorted(terms.items())
-    return [t for t, _ in items], [min(f, MAX_TF) for _, f in items]
+    keys = sorted(terms)
+    tfs = list(map(terms.__getitem__, keys))
+    if tfs and max(tfs) > MAX_TF:
+        tfs = [min(f, MAX_TF) for f in tfs]
+    return keys, tfs
 
 
 def encode_forward(terms: Sequence[str], tfs: Sequence[int]) -> tuple[str, bytes]:

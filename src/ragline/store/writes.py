@@ -11,10 +11,13 @@ version or the new one, never a mix.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from .collections import Collection
 from .db import Database
@@ -117,7 +120,8 @@ def _write_batch(
             for i, w in enumerate(writes)
             if (w.tenant, w.doc_key) not in current and seen[(w.tenant, w.doc_key)] == 1
         ]
-        one_by_one = [i for i in range(len(writes)) if i not in set(new)]
+        new_set = set(new)
+        one_by_one = [i for i in range(len(writes)) if i not in new_set]
         if new:
             marks = {t: (len(c.removed), len(c.added)) for t, c in changes.items()}
             try:
@@ -349,8 +353,21 @@ _CHUNK_COPY = (
 )
 _CHUNK_TYPES = [
     "int8", "int8", "int4", "text", "text[]", "int4", "text[]", "int4", "int4", "int4", "text",
-    "text", "int4", "int4", "text", "vector", "int4", "text", "bytea", "int8",
+    "text", "int4", "int4", "text", "bytea", "int4", "text", "bytea", "int8",
 ]  # fmt: skip
+"""The embedding goes as bytes already in pgvector's binary format (:func:`_vector_binary`):
+COPY hands a binary field to the column type's receive function as it is."""
+_VECTOR_HEAD = struct.Struct(">HH")
+
+
+def _vector_binary(v: Any) -> bytes | None:
+    """pgvector's binary ``vector``: dim (uint16), 0 (uint16), float4s — big-endian."""
+    if v is None:
+        return None
+    if hasattr(v, "to_numpy"):  # a pgvector Vector (from the embedding cache)
+        v = v.to_numpy()
+    a = np.asarray(v, dtype=">f4").ravel()
+    return _VECTOR_HEAD.pack(len(a), 0) + a.tobytes()
 
 
 def _copy_chunks(
@@ -395,7 +412,7 @@ def _copy_chunks(
                             c.token_count,
                             dl,
                             pc.text_hash,
-                            pc.embedding,
+                            _vector_binary(pc.embedding),
                             c.parent.ordinal if c.parent is not None else None,
                             stored_terms,
                             stored_tfs,
