@@ -293,6 +293,27 @@ class Index:
         }
         return QueryPlanner(self.chat, **flags)
 
+    @property
+    def default_mode(self) -> str:
+        """The mode of a search that names none: rerank with a reranker, else hybrid."""
+        return "rerank" if self.settings.reranker else "hybrid"
+
+    def search_params(self, filters: Filters | None, *, include_history: bool = False) -> Any:
+        """The :class:`~ragline.retrieve.search.SearchParams` of the settings (fusion,
+        ``ef_search``, dedup, query languages) with the request's filters."""
+        from .retrieve.search import SearchParams
+
+        s = self.settings
+        return SearchParams(
+            depth=s.rrf_depth,
+            rrf_k=s.rrf_k,
+            ef_search=s.ef_search,
+            include_history=include_history,
+            dedup_threshold=s.dedup_threshold,
+            query_languages=s.query_languages,
+            filters=filters,
+        )
+
     def search_result(self, query: str | SearchRequest, **kw: Any) -> Any:
         """Search with the query techniques the settings enable (rewriting a follow-up
         with its ``history``, multi-query, decomposition, HyDE); the plan rides on the
@@ -302,26 +323,18 @@ class Index:
         from dataclasses import replace
 
         from .core.trace import NOTHING_INGESTED
-        from .retrieve.search import SearchParams, SearchResult, fuse_results
+        from .retrieve.search import SearchResult, fuse_results
 
         req = SearchRequest.of(query, **kw)
         if not req.query or not req.query.strip():
             raise ConfigError("the query is empty; pass the text to search for")
         self.check_size(req.query, req.filters)
         self.refresh()  # binds a collection another process has created meanwhile
-        mode = req.mode or ("rerank" if self.settings.reranker else "hybrid")
+        mode = req.mode or self.default_mode
         if self.collection is None:  # nothing ingested yet, by anyone: an empty result
             return SearchResult(req.query, mode, (), notes=(NOTHING_INGESTED,))
         s = self.settings
-        params = SearchParams(
-            depth=s.rrf_depth,
-            rrf_k=s.rrf_k,
-            ef_search=s.ef_search,
-            include_history=req.include_history,
-            dedup_threshold=s.dedup_threshold,
-            query_languages=s.query_languages,
-            filters=req.parsed_filters(),
-        )
+        params = self.search_params(req.parsed_filters(), include_history=req.include_history)
         k, principal = req.k or s.top_k, req.principal
         searcher = self.searcher  # one version for every query of the plan
         plan = self.planner(**dict(req.techniques or {})).plan(req.query, req.history)

@@ -169,12 +169,9 @@ class Research:
         from .retrieve.context import assemble
         from .store.search import neighbor_chunks
 
-        count = (
-            self.index.chat.count_tokens if self.index.chat else self.index.embedder.count_tokens
-        )
         return assemble(
             list(hits),
-            count_tokens=count,
+            count_tokens=self.index._count_tokens,
             token_budget=self.index.settings.context_tokens,
             window=self.index.settings.context_window,
             max_per_doc=self.index.settings.context_max_per_doc,
@@ -195,21 +192,13 @@ class _Run:
         agent: str,
     ) -> None:
         from .generate import DEFAULT_MIN_EVIDENCE, ExtractiveAnswerer
-        from .retrieve.search import SearchParams
 
         self.research, self.index, self.req = research, research.index, req
         self.question, self.asked = question, req.question
         s = self.s = self.index.settings
         self.principal = req.principal
-        self.params = SearchParams(
-            depth=s.rrf_depth,
-            rrf_k=s.rrf_k,
-            ef_search=s.ef_search,
-            dedup_threshold=s.dedup_threshold,
-            query_languages=s.query_languages,
-            filters=req.parsed_filters(),
-        )
-        self.mode = req.mode or ("rerank" if s.reranker else "hybrid")
+        self.params = self.index.search_params(req.parsed_filters())
+        self.mode = req.mode or self.index.default_mode
         self.k = req.k or s.answer_passages
         self.cols = {n: c for n, _, c in readable}
         self.readable = readable
@@ -389,13 +378,12 @@ class _Run:
             filters=self.req.filters,
             kind="ask",
         )
-        count = index.chat.count_tokens if index.chat else index.embedder.count_tokens
         record = add_answer(
             record,
             ctx,
             answer,
             generate_ms=(time.perf_counter() - self.t0) * 1000,
-            count_tokens=count,
+            count_tokens=index._count_tokens,
         )
         record["generation"]["model"] = self.s.generator
         record["agent"] = (

@@ -9,7 +9,7 @@ search an ask makes is derived from it (:meth:`AskRequest.search`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Self
 
 from .filters import Filters
@@ -29,16 +29,29 @@ def principal_of(tenant: str, groups: Iterable[str] | str | None) -> Principal:
     return Principal(tenant=tenant, groups=groups_of(groups))
 
 
+@dataclass(frozen=True, kw_only=True)
 class _Request:
-    """What searches and asks share: who asks, and reading the request's parts."""
+    """What searches and asks share: who asks, how, and reading the request's parts. Every
+    field is keyword-only but the request's text (``query``, ``question``)."""
 
-    tenant: str
-    groups: tuple[str, ...]
-    filters: FilterSpec
+    tenant: str = "default"
+    groups: tuple[str, ...] = ()
+    k: int | None = None
+    """Results to return (search; default: the ``top_k`` setting) or passages the answer
+    reads (ask; default: the ``answer_passages`` setting)."""
+    mode: str | None = None
+    """bm25, vector, hybrid or rerank (default: rerank with a reranker, else hybrid)."""
+    filters: FilterSpec = None
+    history: tuple[Mapping[str, str], ...] = ()
+    """Earlier turns of a conversation ({"role", "content"}): a follow-up is rewritten."""
+    trace: bool | None = None
+    """Store a trace (default: the ``traces`` setting)."""
+    trace_key: int | None = None
+    """The API key a stored trace belongs to (the faces pass the caller's)."""
 
-    def _normalize(self) -> None:
+    def __post_init__(self) -> None:
         object.__setattr__(self, "groups", groups_of(self.groups))
-        object.__setattr__(self, "history", tuple(getattr(self, "history", ()) or ()))
+        object.__setattr__(self, "history", tuple(self.history or ()))
 
     @property
     def principal(self) -> Principal:
@@ -53,56 +66,31 @@ class _Request:
         """``value`` itself (with the fields in ``kw`` replaced) when it is a request, else
         a request of the text ``value`` with the keyword arguments ``kw`` (the Python API's
         form: ``index.search("vpn", tenant="acme")``). An unknown keyword is a TypeError."""
-        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        names = {f.name for f in fields(cls)}
         unknown = sorted(set(kw) - names)
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
         if isinstance(value, cls):
-            return replace(value, **kw) if kw else value  # type: ignore[type-var]
-        return cls(value, **kw)  # type: ignore[call-arg]
+            return replace(value, **kw) if kw else value
+        return cls(value, **kw)  # type: ignore[call-arg, arg-type]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchRequest(_Request):
     """One search: the query, who asks (tenant, groups), and how."""
 
-    query: str
-    tenant: str = "default"
-    groups: tuple[str, ...] = ()
-    k: int | None = None
-    """Results to return (default: the ``top_k`` setting)."""
-    mode: str | None = None
-    """bm25, vector, hybrid or rerank (default: rerank with a reranker, else hybrid)."""
-    filters: FilterSpec = None
-    history: tuple[Mapping[str, str], ...] = ()
-    """Earlier turns of a conversation ({"role", "content"}): a follow-up is rewritten."""
+    query: str = field(kw_only=False)
     include_history: bool = False
     """Search every stored version, not only the current ones."""
     techniques: Mapping[str, bool] | None = None
     """Query techniques to force on or off (rewrite, multi_query, decompose, hyde)."""
-    trace: bool | None = None
-    """Store a trace (default: the ``traces`` setting)."""
-    trace_key: int | None = None
-    """The API key a stored trace belongs to (the faces pass the caller's)."""
-
-    def __post_init__(self) -> None:
-        self._normalize()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AskRequest(_Request):
     """One question to answer: the question, who asks, how, and the agent's budgets."""
 
-    question: str
-    tenant: str = "default"
-    groups: tuple[str, ...] = ()
-    k: int | None = None
-    """Passages the answer reads (default: the ``answer_passages`` setting)."""
-    mode: str | None = None
-    filters: FilterSpec = None
-    history: tuple[Mapping[str, str], ...] = ()
-    trace: bool | None = None
-    trace_key: int | None = None
+    question: str = field(kw_only=False)
     agent: str | None = None
     """off, auto or on: the research loop (default: the ``agent`` setting)."""
     sources: Sequence[str] | None = None
@@ -111,7 +99,7 @@ class AskRequest(_Request):
     """An :class:`~ragline.agent.Budget` (default: the settings')."""
 
     def __post_init__(self) -> None:
-        self._normalize()
+        super().__post_init__()
         if self.sources is not None:
             object.__setattr__(self, "sources", tuple(self.sources))
 
