@@ -96,6 +96,11 @@ class Index:
         if self.binding.refresh():
             self._searcher = None
 
+    def _written(self) -> None:
+        """A write went through this index: its searches see it now, not when caches age."""
+        if self._searcher is not None:
+            self._searcher.forget()
+
     @property
     def admin(self) -> Any:
         """Operator work on this index's database (:class:`~ragline.admin.Admin`): keys,
@@ -191,7 +196,10 @@ class Index:
         self.refresh()
         if self.collection is None:
             return 0
-        return sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
+        try:
+            return sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
+        finally:
+            self._written()
 
     def purge(
         self, doc: str | Path, *, tenant: str = "default", erase: bool | None = None
@@ -216,15 +224,18 @@ class Index:
         if erase is None:
             erase = self.settings.purge_rewrite
         mb = self.settings.purge_rewrite_max_mb
-        return purge_everywhere(
-            self.db,
-            self.settings.collection,
-            self.collection,
-            tenant,
-            keys,
-            erase=erase,
-            max_bytes=None if mb is None else mb << 20,
-        )
+        try:
+            return purge_everywhere(
+                self.db,
+                self.settings.collection,
+                self.collection,
+                tenant,
+                keys,
+                erase=erase,
+                max_bytes=None if mb is None else mb << 20,
+            )
+        finally:
+            self._written()
 
     def _keys_for(self, doc: str | Path) -> list[str]:
         self.binding.require_collection()

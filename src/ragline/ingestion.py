@@ -209,6 +209,7 @@ class Ingestion:
         return self.ingest_vectors(docs, **kwargs)
 
     def _record_outcome(self, tenant: str, report: Any) -> None:
+        self.index._written()
         if self.index.collection is None:
             return
         from .store.freshness import record_outcome

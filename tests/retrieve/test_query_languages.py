@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ragline.core.types import Principal
 from ragline.ingest.sources import text_source
 
 CS = "Práce z domova je možná jeden den v týdnu, až po zkušební době. Heslo má dvanáct znaků."
@@ -60,3 +61,17 @@ def test_server_loads_the_detector_only_for_a_multilingual_collection(fake_index
     assert not _multilingual(fake_index)
     fake_index.ingest_sources([text_source("cs", "Notes", CS, metadata={"language": "cs"})])
     assert _multilingual(fake_index)
+
+
+def test_a_write_through_the_index_is_seen_by_its_next_search(fake_index):
+    """The languages a caller may read are cached ~10 s per caller; a write through the
+    same Index drops them, so its next query is analyzed in the new document's language
+    too (and a deleted document's language is gone at once)."""
+    fake_index.ingest_sources([text_source("en", "Notes", EN, metadata={"language": "en"})])
+    assert _langs(fake_index, "pracovat z domova") == []  # caches ("en",)
+    fake_index.ingest_sources([text_source("cs", "Notes", CS, metadata={"language": "cs"})])
+    assert _langs(fake_index, "pracovat z domova") == ["cs"]
+    fake_index.delete("cs")
+    res = fake_index.search_result("pracovat z domova", mode="bm25", k=10)
+    assert not res.hits
+    assert fake_index.searcher._languages(Principal("default", ()), False) == ("en",)

@@ -196,6 +196,11 @@ class HybridSearcher:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
 
+    def forget(self) -> None:
+        """Drop what is cached about the collection's contents: a write went through this
+        process, and its searches must see it now (other processes' writes within ~10 s)."""
+        self._lang_cache.clear()
+
     def _languages(self, principal: Principal, include_history: bool) -> tuple[str, ...]:
         """Languages of the documents the caller may read (cached ~10 s): a query is
         analyzed in each, so documents the caller cannot read never change its terms."""

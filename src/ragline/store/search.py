@@ -97,11 +97,15 @@ def vector_search(
     with db.connection() as conn:
         share = 1.0  # of the index's rows the caller may read
         if filters is None:  # the ACL classes know how many chunks the caller may read
+            # On Citus the share is of the tenant's own chunks: counting every tenant's
+            # would send each search to every worker (a tenant's search routes to one).
+            scope = " AND tenant = %(acl_tenant)s" if db.distributed else ""
             permitted, total = conn.execute(
                 "SELECT coalesce(sum(n_chunks) FILTER (WHERE tenant = %(acl_tenant)s AND "
                 "(groups = '{}'::text[] OR groups && %(acl_groups)s::text[])"
                 + ("" if include_history else " AND is_current")
-                + "), 0), coalesce(sum(n_chunks), 0) FROM bm25_classes WHERE collection_id = %(cid)s",
+                + "), 0), coalesce(sum(n_chunks), 0) FROM bm25_classes "
+                "WHERE collection_id = %(cid)s" + scope,
                 params,
             ).fetchone()
             share = permitted / total if total else 1.0
