@@ -82,7 +82,7 @@ demo: install
 
 test: system-deps install-test
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope
 
 # Existing suites run unchanged on a Citus coordinator + 2 workers on localhost (tests/cluster
 # has the cluster's own tests, which `make test` runs too). The one deselected test asserts on
