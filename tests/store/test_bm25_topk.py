@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragline.store import bm25_codec as codec
@@ -219,6 +219,7 @@ def test_codec_round_trip_and_widths():
     gap=st.sampled_from([1, 3, 300, 70000, 2**33]),
     big=st.booleans(),
 )
+@example(lengths=[285], gap=2**33, big=True)  # 3,993 bytes exactly, 284 postings by width
 def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
     rng = np.random.default_rng(sum(lengths) + gap)
     starts, ids, tfs, dls = [], [], [], []

@@ -175,13 +175,11 @@ def encode_lists(
     iw = np.searchsorted(np.array([255, 65535, 2**32 - 1]), max_d)
     tw = (max_tf > 255).astype(np.int64)
     dw = (max_dl > 65535).astype(np.int64)
-    size = (
-        _HEADER.size
-        + (counts - 1) * np.array([1, 2, 4, 8])[iw]
-        + counts * (tw + 1)
-        + counts * 2 * (dw + 1)
-    )
-    slow_lists = set(np.unique(list_of[bs[size > BLOCK_BYTES]]).tolist())
+    # a block holds at most (BLOCK_BYTES - header) // width postings, as cut_blocks counts
+    # them (the first id too), so a block that passes goes to cut_blocks and is cut the same
+    width = np.array([1, 2, 4, 8])[iw] + (tw + 1) + 2 * (dw + 1)
+    too_big = counts > (BLOCK_BYTES - _HEADER.size) // width
+    slow_lists = set(np.unique(list_of[bs[too_big]]).tolist())
     if int(tfs.max()) > MAX_TF or int(dls.max()) > MAX_DL:
         raise ValueError("term frequency or document length out of range for the block format")
     out: list[tuple[int, int, int, int, int, int, bytes]] = []
