@@ -148,6 +148,9 @@ class Synthetic:
         b = self.base
         self.tokens = [WORD.findall(t) for t in b.texts]
         counts = Counter(w for toks in self.tokens for w in toks if w[0].isalnum())
+        # per base chunk once: its tokens as an array and which of them are words
+        self._arrays = [np.array(toks, dtype=object) for toks in self.tokens]
+        self._words = [np.array([t[0].isalnum() for t in toks], dtype=bool) for toks in self.tokens]
         self.vocab = np.array(list(counts), dtype=object)
         freq = np.array([counts[w] for w in self.vocab], dtype=np.float64)
         self.cdf = np.cumsum(freq / freq.sum())
@@ -188,9 +191,8 @@ class Synthetic:
         toks = self.tokens[base_chunk]
         if not toks:
             return self.base.texts[base_chunk]
-        arr = np.array(toks, dtype=object)
-        words = np.array([t[0].isalnum() for t in toks])
-        swap = words & (rng.random(len(toks)) > self.keep)
+        arr = self._arrays[base_chunk].copy()
+        swap = self._words[base_chunk] & (rng.random(len(toks)) > self.keep)
         if swap.any():
             arr[swap] = self.vocab[np.searchsorted(self.cdf, rng.random(int(swap.sum())))]
         return " ".join(arr.tolist())

@@ -229,7 +229,7 @@ def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
         tfs.extend(rng.integers(1, 400 if big else 9, size=n).tolist())
         dls.extend(rng.integers(1, 90000 if big else 300, size=n).tolist())
     ids_a, tfs_a, dls_a = np.array(ids, np.int64), np.array(tfs), np.array(dls)
-    got = codec.encode_lists(np.array(starts), ids_a, tfs_a, dls_a)
+    got = list(codec.encode_lists(np.array(starts), ids_a, tfs_a, dls_a).rows())
     want = []
     for i, n in enumerate(lengths):
         lo = starts[i]
@@ -237,4 +237,12 @@ def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
             (i, *b)
             for b in codec.cut_blocks(ids_a[lo : lo + n], tfs_a[lo : lo + n], dls_a[lo : lo + n])
         )
-    assert sorted(got) == sorted(want)
+    assert got == sorted(want)  # in (list, first id) order
+    per_list: dict[int, list[int]] = {}
+    for lst, first, last, cnt, max_tf, min_dl, _data in want:
+        a = per_list.setdefault(lst, [0, 0, 2**62, 0, 0])
+        a[0] += cnt
+        a[1], a[2], a[3] = max(a[1], max_tf), min(a[2], min_dl), max(a[3], last - first)
+        a[4] += cnt < codec.SMALL_BLOCK
+    cols = codec.encode_lists(np.array(starts), ids_a, tfs_a, dls_a).per_list()
+    assert {r[0]: list(r[1:]) for r in zip(*(c.tolist() for c in cols))} == per_list

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -142,11 +143,46 @@ def cut_blocks(
         start = end
 
 
+@dataclass(frozen=True)
+class EncodedBlocks:
+    """The blocks of many posting lists, as columns sorted by (list, first id): the list
+    each block belongs to, its bounds and count, and its bytes."""
+
+    lists: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    n: np.ndarray
+    max_tf: np.ndarray
+    min_dl: np.ndarray
+    data: list[bytes]
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def rows(self) -> Iterator[tuple[int, int, int, int, int, int, bytes]]:
+        """``(list, first_id, last_id, n, max_tf, min_dl, data)`` per block."""
+        cols = (self.lists, self.first, self.last, self.n, self.max_tf, self.min_dl)
+        return zip(*(c.tolist() for c in cols), self.data)
+
+    def per_list(self) -> tuple[np.ndarray, ...]:
+        """One row per list present: ``(list, postings, max_tf, min_dl, longest id span,
+        small blocks)``."""
+        at = np.flatnonzero(np.diff(self.lists, prepend=-1))
+        return (
+            self.lists[at],
+            np.add.reduceat(self.n, at),
+            np.maximum.reduceat(self.max_tf, at),
+            np.minimum.reduceat(self.min_dl, at),
+            np.maximum.reduceat(self.last - self.first, at),
+            np.add.reduceat((self.n < SMALL_BLOCK).astype(np.int64), at),
+        )
+
+
 def encode_lists(
     starts: np.ndarray, ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray
-) -> list[tuple[int, int, int, int, int, int, bytes]]:
-    """Blocks of many posting lists at once: ``(list, first_id, last_id, n, max_tf, min_dl,
-    data)`` each, as :func:`cut_blocks` would cut every list.
+) -> EncodedBlocks:
+    """Blocks of many posting lists at once, exactly as :func:`cut_blocks` would cut every
+    list.
 
     The postings are sorted by (list, id); list ``i`` starts at ``starts[i]``. A batch of
     chunks holds tens of thousands of lists, most of one or two postings, so the widths
@@ -154,7 +190,8 @@ def encode_lists(
     """
     n = len(ids)
     if n == 0:
-        return []
+        e = np.empty(0, dtype=np.int64)
+        return EncodedBlocks(e, e, e, e, e, e, [])
     ids = np.asarray(ids, dtype=np.int64)
     tfs = np.asarray(tfs, dtype=np.int64)
     dls = np.asarray(dls, dtype=np.int64)
@@ -179,17 +216,15 @@ def encode_lists(
     # them (the first id too), so a block that passes goes to cut_blocks and is cut the same
     width = np.array([1, 2, 4, 8])[iw] + (tw + 1) + 2 * (dw + 1)
     too_big = counts > (BLOCK_BYTES - _HEADER.size) // width
-    slow_lists = set(np.unique(list_of[bs[too_big]]).tolist())
+    slow = np.zeros(len(starts), dtype=bool)
+    slow[list_of[bs[too_big]]] = True
     if int(tfs.max()) > MAX_TF or int(dls.max()) > MAX_DL:
         raise ValueError("term frequency or document length out of range for the block format")
-    out: list[tuple[int, int, int, int, int, int, bytes]] = []
     fmt = iw | (tw << 2) | (dw << 3)
-    for f in np.unique(fmt):
-        sel = np.flatnonzero(fmt == f)
-        if slow_lists:
-            sel = sel[~np.isin(list_of[bs[sel]], list(slow_lists))]
-        if len(sel) == 0:
-            continue
+    fast = ~slow[list_of[bs]]
+    data: list[bytes | None] = [None] * len(bs)
+    for f in np.unique(fmt[fast]).tolist():
+        sel = np.flatnonzero((fmt == f) & fast)
         idt, tdt, ddt = _ID_WIDTHS[f & 3], _TF_WIDTHS[(f >> 2) & 1], _DL_WIDTHS[(f >> 3) & 1]
         cnt = counts[sel]
         offs = np.cumsum(cnt) - cnt  # where each selected block starts in `elems`
@@ -200,29 +235,33 @@ def encode_lists(
         tbytes = tfs[elems].astype(tdt).tobytes()
         lbytes = dls[elems].astype(ddt).tobytes()
         di, ti, li = idt.itemsize, tdt.itemsize, ddt.itemsize
-        for q, (b, o) in enumerate(zip(sel.tolist(), offs.tolist())):
-            c = int(counts[b])
-            data = b"".join(
+        pack = _HEADER.pack
+        for q, (b, o, c, first) in enumerate(
+            zip(sel.tolist(), offs.tolist(), cnt.tolist(), ids[bs[sel]].tolist())
+        ):
+            data[b] = b"".join(
                 (
-                    _HEADER.pack(int(f), c, int(ids[bs[b]])),
+                    pack(f, c, first),
                     dbytes[(o - q) * di : (o - q + c - 1) * di],
                     tbytes[o * ti : (o + c) * ti],
                     lbytes[o * li : (o + c) * li],
                 )
             )
-            out.append(
-                (
-                    int(list_of[bs[b]]),
-                    int(ids[bs[b]]),
-                    int(ids[be[b] - 1]),
-                    c,
-                    int(max_tf[b]),
-                    int(min_dl[b]),
-                    data,
-                )
-            )
-    for lst in sorted(slow_lists):
+    cols = [list_of[bs], ids[bs], ids[be - 1], counts, max_tf, min_dl]
+    keep = np.flatnonzero(fast)
+    out = [c[keep] for c in cols]
+    blobs = [data[b] for b in keep.tolist()]
+    recut: list[tuple[int, int, int, int, int, int, bytes]] = []
+    for lst in np.flatnonzero(slow).tolist():
         lo = int(starts[lst])
         hi = lo + int(lengths[lst])
-        out.extend((lst, *blk) for blk in cut_blocks(ids[lo:hi], tfs[lo:hi], dls[lo:hi]))
-    return out
+        recut.extend((lst, *blk) for blk in cut_blocks(ids[lo:hi], tfs[lo:hi], dls[lo:hi]))
+    if recut:
+        extra = np.array([r[:6] for r in recut], dtype=np.int64)
+        out = [np.concatenate((o, extra[:, j])) for j, o in enumerate(out)]
+        blobs.extend(r[6] for r in recut)
+        order = np.lexsort((out[1], out[0]))
+        out = [o[order] for o in out]
+        blobs = [blobs[i] for i in order.tolist()]
+    lists, first, last, n, max_tf, min_dl = out
+    return EncodedBlocks(lists, first, last, n, max_tf, min_dl, [b for b in blobs if b is not None])

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import bm25_codec as codec
+from . import params
 
 COMPACT_AT = 8
 """A list's small blocks are merged once it has this many."""
@@ -157,11 +158,9 @@ def _postings(
     chunks: IndexedChunks,
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The chunks' postings sorted by (term, chunk id): vocabulary, list starts, ids, tf, dl."""
-    vocab: dict[str, int] = {}
     flat = list(chain.from_iterable(chunks.terms))
-    t_idx = np.fromiter(
-        (vocab.setdefault(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat)
-    )
+    vocab = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+    t_idx = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     lens = np.fromiter((len(t) for t in chunks.terms), dtype=np.int64, count=len(chunks))
     ids = np.repeat(np.asarray(chunks.ids, dtype=np.int64), lens)
     dls = np.repeat(np.asarray(chunks.dls, dtype=np.int64), lens)
@@ -184,15 +183,6 @@ def _copy_blocks(
             cp.write_row((collection_id, tenant, *r))
 
 
-@dataclass
-class _TermDelta:
-    df: int = 0
-    max_tf: int = 0
-    min_dl: int = 2**31 - 1
-    span: int = 0
-    small: int = 0
-
-
 def _apply(
     conn: Any,
     collection_id: int,
@@ -200,7 +190,10 @@ def _apply(
     removed: Sequence[Any],
     added: Sequence[tuple[int, IndexedChunks]],
 ) -> None:
-    deltas: dict[tuple[str, int], _TermDelta] = {}
+    # per (term, class): [df, max_tf, min_dl, id span, small blocks] changes
+    terms: list[str] = []
+    classes: list[int] = []
+    cols: list[list[int]] = [[], [], [], [], []]
     per_class: dict[int, list[int]] = {}
     langs: dict[tuple[int, str], int] = {}
     # additions: encode the new blocks first (their bounds go into the term rows)
@@ -214,46 +207,60 @@ def _apply(
         if not any(len(t) for t in chunks.terms):
             continue
         names, starts, ids, tfs, dls = _postings(chunks)
-        for lst, first, last, n, mt, md, data in codec.encode_lists(starts, ids, tfs, dls):
-            new_blocks.append((names[lst], klass, first, last, n, mt, md, data))
-            d = deltas.setdefault((names[lst], klass), _TermDelta())
-            d.df += n
-            d.max_tf, d.min_dl = max(d.max_tf, mt), min(d.min_dl, md)
-            d.span = max(d.span, last - first)
-            d.small += n < codec.SMALL_BLOCK
+        blocks = codec.encode_lists(starts, ids, tfs, dls)
+        new_blocks.extend(
+            (names[lst], klass, first, last, n, mt, md, data)
+            for lst, first, last, n, mt, md, data in blocks.rows()
+        )
+        lists, *stats = blocks.per_list()
+        terms.extend(names[i] for i in lists.tolist())
+        classes.extend([klass] * len(lists))
+        for col, values in zip(cols, stats):
+            col.extend(values.tolist())
     # removals: the lists each removed chunk leaves
     leaving: dict[tuple[str, int], list[int]] = {}
-    for cid, klass, terms, _tfs, dl, lang in removed:
+    for cid, klass, chunk_terms, _tfs, dl, lang in removed:
         c = per_class.setdefault(int(klass), [0, 0])
         c[0] -= 1
         c[1] -= int(dl)
         langs[(int(klass), lang)] = langs.get((int(klass), lang), 0) - 1
-        for t in terms:
+        for t in chunk_terms:
             leaving.setdefault((t, int(klass)), []).append(int(cid))
-            deltas.setdefault((t, int(klass)), _TermDelta()).df -= 1
-    if deltas:
-        keys = sorted(deltas)
+    if leaving:
+        row_of = {k: i for i, k in enumerate(zip(terms, classes))}  # one class per addition
+        for key, cids in leaving.items():
+            i = row_of.get(key)
+            if i is None:
+                terms.append(key[0])
+                classes.append(key[1])
+                for col, v in zip(cols, (0, 0, 2**31 - 1, 0, 0)):
+                    col.append(v)
+                i = len(terms) - 1
+            cols[0][i] -= len(cids)
+    if terms:
+        df, max_tf, min_dl, span, small_new = cols
         rows = conn.execute(
-            "INSERT INTO bm25_terms AS t (collection_id, tenant, term, class_id, df, max_tf, min_dl, "
-            "max_span, small_blocks) "
+            # returns only the rows the rest needs: lists that lose postings, lists to compact
+            "WITH up AS (INSERT INTO bm25_terms AS t (collection_id, tenant, term, class_id, df, "
+            "max_tf, min_dl, max_span, small_blocks) "
             "SELECT %s, %s, u.term, u.cls, u.df, u.max_tf, u.min_dl, u.span, u.small FROM "
-            "unnest(%s::text[], %s::int8[], %s::int[], %s::int[], %s::int[], %s::int8[], %s::int[]) "
-            "AS u(term, cls, df, max_tf, min_dl, span, small) ORDER BY u.term, u.cls "
+            "unnest(string_to_array(%s, ' '), %s::int8[], %s::int[], %s::int[], %s::int[], %s::int8[], "
+            "%s::int[]) AS u(term, cls, df, max_tf, min_dl, span, small) ORDER BY u.term, u.cls "
             "ON CONFLICT (collection_id, tenant, term, class_id) DO UPDATE SET "
             "df = t.df + EXCLUDED.df, max_tf = greatest(t.max_tf, EXCLUDED.max_tf), "
             "min_dl = least(t.min_dl, EXCLUDED.min_dl), max_span = greatest(t.max_span, EXCLUDED.max_span), "
             "small_blocks = t.small_blocks + EXCLUDED.small_blocks "
-            "RETURNING term, class_id, small_blocks, max_span",
+            "RETURNING term, class_id, small_blocks, max_span) "
+            "SELECT term, class_id, small_blocks, max_span FROM up WHERE small_blocks >= %s "
+            "OR (term, class_id) IN (SELECT * FROM unnest(string_to_array(%s, ' '), %s::int8[]))",
             (
                 collection_id,
                 tenant,
-                [k[0] for k in keys],
-                [k[1] for k in keys],
-                [deltas[k].df for k in keys],
-                [deltas[k].max_tf for k in keys],
-                [deltas[k].min_dl for k in keys],
-                [deltas[k].span for k in keys],
-                [deltas[k].small for k in keys],
+                params.words(terms),
+                *map(params.ints, (classes, df, max_tf, min_dl, span, small_new)),
+                COMPACT_AT,
+                params.words([k[0] for k in leaving]),
+                params.ints(k[1] for k in leaving),
             ),
         ).fetchall()
         spans = {(r[0], int(r[1])): int(r[3]) for r in rows}
@@ -284,7 +291,7 @@ def _apply(
                 "AND t.df <= 0",
                 ([k[0] for k in fix], [k[1] for k in fix], collection_id, tenant),
             )
-        crowded = sorted(k for k, s in small.items() if s >= COMPACT_AT)
+        crowded = sorted(k for k, n in small.items() if n >= COMPACT_AT)
         if crowded:
             _compact(conn, collection_id, tenant, crowded)
     for klass in sorted(per_class):

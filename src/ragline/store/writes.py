@@ -352,11 +352,12 @@ _CHUNK_COPY = (
     "terms, tfs, bm25_class) FROM STDIN (FORMAT BINARY)"
 )
 _CHUNK_TYPES = [
-    "int8", "int8", "int4", "text", "text[]", "int4", "text[]", "int4", "int4", "int4", "text",
+    "int8", "int8", "int4", "text", "bytea", "int4", "bytea", "int4", "int4", "int4", "text",
     "text", "int4", "int4", "text", "bytea", "int4", "text", "bytea", "int8",
 ]  # fmt: skip
-"""The embedding goes as bytes already in pgvector's binary format (:func:`_vector_binary`):
-COPY hands a binary field to the column type's receive function as it is."""
+"""The embedding goes as bytes already in pgvector's binary format (:func:`_vector_binary`),
+the groups and heading path as binary ``text[]`` (:func:`.params.text_array_binary`): COPY
+hands a binary field to the column type's receive function as it is."""
 _VECTOR_HEAD = struct.Struct(">HH")
 
 
@@ -380,6 +381,7 @@ def _copy_chunks(
     tenant, groups, class, chunks) each — with the chunk ids ``ids``; returns what to index,
     per (tenant, groups) and class."""
     from .bm25_write import IndexedChunks, encode_forward, forward_index
+    from .params import text_array_binary
 
     out: dict[tuple[tuple[str, tuple[str, ...]], int], list[Any]] = {}
     next_id = iter(ids)
@@ -389,6 +391,7 @@ def _copy_chunks(
             cp.set_types(_CHUNK_TYPES)
             for doc_id, tenant, groups, klass, chunks, language in docs:
                 acc = out.setdefault(((tenant, tuple(groups)), klass), [[], [], [], [], []])
+                groups_value = text_array_binary(tuple(groups))
                 for pc in chunks:
                     c = pc.chunk
                     cid = next(next_id)
@@ -401,9 +404,9 @@ def _copy_chunks(
                             doc_id,
                             collection.id,
                             tenant,
-                            list(groups),
+                            groups_value,
                             c.ordinal,
-                            list(c.heading_path),
+                            text_array_binary(tuple(c.heading_path)),
                             c.page,
                             c.char_start,
                             c.char_end,
