@@ -16,12 +16,13 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from ..core.types import Hit
 
 NUM_PERM = 64
 BANDS = 16  # 16 bands × 4 rows: pairs with Jaccard ≳ 0.5 become candidates
 SHINGLE = 3
-_PRIME = (1 << 31) - 1  # a*x+b stays below 2**63 in uint64 arithmetic
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -32,20 +33,30 @@ def normalize(text: str) -> str:
 
 def text_fingerprint(text: str) -> str:
     """Hash of the normalized text: equal for exact duplicates up to case/spacing/punctuation."""
-    return hashlib.blake2b(normalize(text).encode(), digest_size=16).hexdigest()
+    return _fingerprint(normalize(text).encode())
 
 
-def _coefficients() -> tuple[list[int], list[int]]:
+def _fingerprint(normalized: bytes) -> str:
+    return hashlib.blake2b(normalized, digest_size=16).hexdigest()
+
+
+def _coefficients() -> tuple[np.ndarray, np.ndarray]:
     aa, bb = [], []
     for i in range(NUM_PERM):
         h = hashlib.blake2b(f"minhash-{i}".encode(), digest_size=16).digest()
-        aa.append(int.from_bytes(h[:8], "little") % (_PRIME - 1) + 1)
-        bb.append(int.from_bytes(h[8:], "little") % _PRIME)
-    return aa, bb
+        aa.append(int.from_bytes(h[:8], "little") | 1)  # odd multipliers
+        bb.append(int.from_bytes(h[8:], "little"))
+    return (
+        np.asarray(aa, dtype=np.uint64)[:, None],
+        np.asarray(bb, dtype=np.uint64)[:, None],
+    )
 
 
+# Multiply-shift hashing (Dietzfelbinger et al.): (a·x + b) mod 2**64, top 32 bits, with
+# a odd. uint64 arithmetic wraps, so there is no integer division on the search path.
 _A, _B = _coefficients()
-_K1, _K2 = 1_000_003, 8_191  # shingle = (w1·K1 + w2·K2 + w3) mod p
+_K1, _K2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+_SHIFT = np.uint64(32)
 
 
 def minhash(text: str) -> tuple[int, ...]:
@@ -53,48 +64,58 @@ def minhash(text: str) -> tuple[int, ...]:
 
     A shingle's hash combines its words' CRC-32s, vectorized: the search path runs this
     on every hit, so it must cost well under a millisecond per passage."""
-    import numpy as np
+    return tuple(_minhash(normalize(text).encode()).tolist())
 
-    words = normalize(text).split()
+
+def _minhash(normalized: bytes) -> np.ndarray:
+    """:func:`minhash` of an already normalized text, as an array (UTF-8: a space is one
+    byte that no other character's encoding contains, so splitting the bytes splits the
+    words)."""
+    words = normalized.split()
     if len(words) < SHINGLE:
-        x = np.asarray([zlib.crc32(" ".join(words).encode())], dtype=np.uint64)
+        x = np.asarray([zlib.crc32(b" ".join(words))], dtype=np.uint64)
     else:
-        w = np.fromiter((zlib.crc32(t.encode()) for t in words), dtype=np.uint64, count=len(words))
-        p = np.uint64(_PRIME)
-        x = np.unique((w[:-2] * _K1 % p + w[1:-1] * _K2 % p + w[2:]) % p)  # each product < 2**63
-    a = np.asarray(_A, dtype=np.uint64)[:, None]
-    b = np.asarray(_B, dtype=np.uint64)[:, None]
-    return tuple(int(v) for v in ((a * x[None, :] + b) % np.uint64(_PRIME)).min(axis=1))
+        w = np.fromiter(map(zlib.crc32, words), dtype=np.uint64, count=len(words))
+        x = w[:-2] * _K1 + w[1:-1] * _K2 + w[2:]  # wraps mod 2**64
+    return ((_A * x[None, :] + _B) >> _SHIFT).min(axis=1)
 
 
-def estimated_jaccard(s1: Sequence[int], s2: Sequence[int]) -> float:
-    return sum(1 for x, y in zip(s1, s2) if x == y) / len(s1)
+def estimated_jaccard(s1: Sequence[int] | np.ndarray, s2: Sequence[int] | np.ndarray) -> float:
+    return float(np.count_nonzero(np.asarray(s1) == np.asarray(s2))) / len(s1)
 
 
-def collapse_duplicates(hits: Sequence[Hit], *, threshold: float = 0.8) -> list[Hit]:
+def collapse_duplicates(
+    hits: Sequence[Hit], *, threshold: float = 0.8, limit: int | None = None
+) -> list[Hit]:
     """Keep the best-ranked hit of each group of (near-)duplicates; re-number ranks from 1.
 
     ``threshold`` is the estimated Jaccard similarity at which two hits count as near
-    duplicates (1.0: exact duplicates only).
+    duplicates (1.0: exact duplicates only). With ``limit`` the walk stops once that many
+    hits are kept (the search keeps only its top k): hits after the stop are not read,
+    so they are not listed as anyone's duplicates either.
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"duplicate threshold must be in (0, 1], got {threshold}")
     kept: list[Hit] = []
     absorbed: dict[int, list[dict[str, object]]] = {}
     fingerprints: dict[str, int] = {}
-    signatures: list[tuple[int, ...]] = []
-    buckets: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-    rows = NUM_PERM // BANDS
+    signatures: list[np.ndarray] = []
+    buckets: dict[tuple[int, bytes], list[int]] = {}
+    width = NUM_PERM // BANDS * 8  # bytes of one band of a signature
     for hit in hits:
-        fp = text_fingerprint(hit.text)
+        if limit is not None and len(kept) >= limit:
+            break
+        normalized = normalize(hit.text).encode()
+        fp = _fingerprint(normalized)
         target = fingerprints.get(fp)
-        sig: tuple[int, ...] | None = None
+        sig: np.ndarray | None = None
         if target is None and threshold < 1.0:
-            sig = minhash(hit.text)
+            sig = _minhash(normalized)
+            raw = sig.tobytes()
             candidates = {
                 i
                 for b in range(BANDS)
-                for i in buckets.get((b, sig[b * rows : (b + 1) * rows]), [])
+                for i in buckets.get((b, raw[b * width : (b + 1) * width]), [])
             }
             for i in sorted(candidates):
                 if estimated_jaccard(sig, signatures[i]) >= threshold:
@@ -108,11 +129,14 @@ def collapse_duplicates(hits: Sequence[Hit], *, threshold: float = 0.8) -> list[
         idx = len(kept)
         kept.append(hit)
         fingerprints[fp] = idx
-        signatures.append(sig or minhash(hit.text) if threshold < 1.0 else ())
         if threshold < 1.0:
-            s = signatures[idx]
+            sig = _minhash(normalized) if sig is None else sig
+            signatures.append(sig)
+            raw = sig.tobytes()
             for b in range(BANDS):
-                buckets.setdefault((b, s[b * rows : (b + 1) * rows]), []).append(idx)
+                buckets.setdefault((b, raw[b * width : (b + 1) * width]), []).append(idx)
+        else:
+            signatures.append(np.empty(0, dtype=np.uint64))
     out = []
     for i, hit in enumerate(kept):
         meta = dict(hit.metadata)

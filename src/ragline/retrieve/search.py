@@ -324,7 +324,7 @@ class HybridSearcher:
         if mode == "hybrid" and params.promote_identifiers:
             hits = promote_identifiers(query, hits)
         if params.dedup_threshold is not None:
-            hits = collapse_duplicates(hits, threshold=params.dedup_threshold)
+            hits = collapse_duplicates(hits, threshold=params.dedup_threshold, limit=k)
         hits = hits[:k]
         timings["hydrate"] = (time.perf_counter() - t_h) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
