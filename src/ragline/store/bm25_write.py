@@ -240,7 +240,7 @@ def _apply(
     if terms:
         df, max_tf, min_dl, span, small_new = cols
         rows = conn.execute(
-            # returns only the rows the rest needs: lists that lose postings, lists to compact
+            # returns only the rows the rest needs: lists to compact, and with removals all
             "WITH up AS (INSERT INTO bm25_terms AS t (collection_id, tenant, term, class_id, df, "
             "max_tf, min_dl, max_span, small_blocks) "
             "SELECT %s, %s, u.term, u.cls, u.df, u.max_tf, u.min_dl, u.span, u.small FROM "
@@ -251,16 +251,14 @@ def _apply(
             "min_dl = least(t.min_dl, EXCLUDED.min_dl), max_span = greatest(t.max_span, EXCLUDED.max_span), "
             "small_blocks = t.small_blocks + EXCLUDED.small_blocks "
             "RETURNING term, class_id, small_blocks, max_span) "
-            "SELECT term, class_id, small_blocks, max_span FROM up WHERE small_blocks >= %s "
-            "OR (term, class_id) IN (SELECT * FROM unnest(string_to_array(%s, ' '), %s::int8[]))",
+            "SELECT term, class_id, small_blocks, max_span FROM up WHERE small_blocks >= %s OR %s",
             (
                 collection_id,
                 tenant,
                 params.words(terms),
                 *map(params.ints, (classes, df, max_tf, min_dl, span, small_new)),
                 COMPACT_AT,
-                params.words([k[0] for k in leaving]),
-                params.ints(k[1] for k in leaving),
+                bool(leaving),  # (a join to the leaving keys would not route on Citus)
             ),
         ).fetchall()
         spans = {(r[0], int(r[1])): int(r[3]) for r in rows}
