@@ -258,7 +258,7 @@ def _apply(
                 params.words(terms),
                 *map(params.ints, (classes, df, max_tf, min_dl, span, small_new)),
                 COMPACT_AT,
-                bool(leaving),  # (a join to the leaving keys would not route on Citus)
+                bool(leaving),  # a removal needs its lists' spans and small-block counts
             ),
         ).fetchall()
         spans = {(r[0], int(r[1])): int(r[3]) for r in rows}
