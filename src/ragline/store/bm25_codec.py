@@ -24,6 +24,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -222,7 +223,7 @@ def encode_lists(
         raise ValueError("term frequency or document length out of range for the block format")
     fmt = iw | (tw << 2) | (dw << 3)
     fast = ~slow[list_of[bs]]
-    data: list[bytes | None] = [None] * len(bs)
+    data: list[bytes | None] = [None] * len(bs)  # every fast block gets its bytes below
     for f in np.unique(fmt[fast]).tolist():
         sel = np.flatnonzero((fmt == f) & fast)
         idt, tdt, ddt = _ID_WIDTHS[f & 3], _TF_WIDTHS[(f >> 2) & 1], _DL_WIDTHS[(f >> 3) & 1]
@@ -264,4 +265,4 @@ def encode_lists(
         out = [o[order] for o in out]
         blobs = [blobs[i] for i in order.tolist()]
     lists, first, last, n, max_tf, min_dl = out
-    return EncodedBlocks(lists, first, last, n, max_tf, min_dl, [b for b in blobs if b is not None])
+    return EncodedBlocks(lists, first, last, n, max_tf, min_dl, cast(list[bytes], blobs))
