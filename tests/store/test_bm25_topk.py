@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragline.store import bm25_codec as codec
-from ragline.store.bm25_topk import BlockMeta, TermStats, Work, top_k
+from ragline.store.bm25_topk import BlockMeta, TermStats, Work, _Accumulator, top_k
 
 
 class MemorySource:
@@ -63,10 +63,13 @@ class MemorySource:
                 )
         return out
 
-    def blocks(self, term, meta, which):
-        blks = self.lists[term]
-        self.reads += len(which)
-        return codec.decode_blocks([blks[i][-1] for i in which])
+    def blocks(self, wanted):
+        out = {}
+        for term, (_meta, which) in wanted.items():
+            blks = self.lists[term]
+            self.reads += len(which)
+            out[term] = codec.decode_blocks([blks[i][-1] for i in which])
+        return out
 
 
 def reference(docs: dict[int, Counter], query: list[str], k: int, allowed=None, k1=1.2, b=0.75):
@@ -246,3 +249,33 @@ def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
         a[4] += cnt < codec.SMALL_BLOCK
     cols = codec.encode_lists(np.array(starts), ids_a, tfs_a, dls_a).per_list()
     assert {r[0]: list(r[1:]) for r in zip(*(c.tolist() for c in cols))} == per_list
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lists=st.lists(
+        st.lists(st.integers(0, 5000), unique=True, max_size=300), min_size=1, max_size=8
+    ),
+    k=st.sampled_from([1, 3, 10]),
+    span=st.sampled_from([50, 2000, 1 << 24]),
+    base=st.sampled_from([0, 10**12]),
+)
+def test_accumulator_equals_summing(lists, k, span, base):
+    """Partial scores summed densely (growing the range, or falling back to sorted arrays
+    when it passes ``span``) equal a dictionary sum, and θ is their k-th best."""
+    rng = random.Random(len(lists))
+    acc = _Accumulator(k, span=span)
+    want: dict[int, float] = {}
+    for ids in lists:
+        scores = [rng.uniform(0.01, 5) for _ in ids]
+        acc.add(np.array(ids, dtype=np.int64) + base, np.array(scores))
+        for i, x in zip(ids, scores):
+            want[i + base] = want.get(i + base, 0.0) + x
+        values = sorted(want.values(), reverse=True)
+        assert acc.theta == pytest.approx(values[k - 1] if len(values) >= k else 0.0)
+    ids, scores = acc.arrays()
+    assert ids.tolist() == sorted(want)
+    assert scores == pytest.approx([want[i] for i in ids.tolist()])
+    cut = sorted(want.values())[len(want) // 2] if want else 0.0
+    ids, scores = acc.arrays(cut)
+    assert ids.tolist() == sorted(i for i, x in want.items() if x >= cut)

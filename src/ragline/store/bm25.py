@@ -17,7 +17,7 @@ class rows; readers take no locks (one REPEATABLE READ snapshot per search).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -122,6 +122,7 @@ class _DbSource:
             "SELECT term, data FROM bm25_blocks WHERE collection_id = %s AND tenant = %s "
             "AND term = ANY(%s) AND class_id = ANY(%s)",
             (self.cid, self.tenant, list(terms), self.classes),
+            binary=True,
         ).fetchall()
         by_term: dict[str, list[bytes]] = {}
         for term, data in rows:
@@ -150,14 +151,29 @@ class _DbSource:
             )
         return out
 
-    def blocks(self, term: str, meta: BlockMeta, which: np.ndarray) -> Postings:
-        rows = self.conn.execute(
-            "SELECT b.data FROM unnest(%s::int8[], %s::int8[]) WITH ORDINALITY AS u(cls, first, o) "
-            "JOIN bm25_blocks b ON b.collection_id = %s AND b.tenant = %s AND b.term = %s "
-            "AND b.class_id = u.cls AND b.first_id = u.first ORDER BY u.o",
-            (meta.lists[which].tolist(), meta.first[which].tolist(), self.cid, self.tenant, term),
-        ).fetchall()
-        return codec.decode_blocks([r[0] for r in rows])
+    def blocks(self, wanted: Mapping[str, tuple[BlockMeta, np.ndarray]]) -> dict[str, Postings]:
+        # a block of a term is identified by its first chunk id alone (a chunk is in one
+        # class); one statement per term, sent together
+        sql = (
+            "SELECT first_id, data FROM bm25_blocks WHERE collection_id = %s AND tenant = %s "
+            "AND term = %s AND class_id = ANY(%s) AND first_id = ANY(%s)"
+        )
+        firsts = {t: meta.first[which] for t, (meta, which) in wanted.items()}
+        with self.conn.pipeline():
+            cursors = {
+                t: self.conn.execute(
+                    sql, (self.cid, self.tenant, t, self.classes, f.tolist()), binary=True
+                )
+                for t, f in firsts.items()
+            }
+        out = {}
+        for t, cur in cursors.items():
+            by_first = {int(r[0]): r[1] for r in cur.fetchall()}
+            try:
+                out[t] = codec.decode_blocks([by_first[int(f)] for f in firsts[t].tolist()])
+            except KeyError as e:
+                raise RuntimeError(f"BM25 block {t}/{e} is missing under the snapshot") from None
+        return out
 
 
 def search(

@@ -28,7 +28,7 @@ the SQL behind it is in :mod:`ragline.store.bm25`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,8 +75,9 @@ class PostingSource(Protocol):
         """The blocks of ``terms`` (position i of each array = block i)."""
         ...
 
-    def blocks(self, term: str, meta: BlockMeta, which: np.ndarray) -> Postings:
-        """The postings of the blocks ``which`` (indexes into ``meta``) of ``term``."""
+    def blocks(self, wanted: Mapping[str, tuple[BlockMeta, np.ndarray]]) -> dict[str, Postings]:
+        """For each term, the postings of its blocks ``which`` (indexes into its meta),
+        concatenated in that order (one round trip for all the terms)."""
         ...
 
 
@@ -120,6 +121,92 @@ def _accumulate(
     all_scores = np.concatenate((scores, new_scores))
     uniq, inv = np.unique(all_ids, return_inverse=True)
     return uniq, np.bincount(inv, weights=all_scores, minlength=len(uniq))
+
+
+DENSE_SPAN = 1 << 24
+"""Partial scores are summed in a dense array over the chunk ids' range while it is at most
+this wide (8 bytes per id: 128 MB at most, 8 MB for a million chunks); beyond, in sorted
+arrays."""
+
+
+class _Accumulator:
+    """Partial scores by chunk id over whole lists (each list holds a chunk at most once).
+
+    Summing in a dense array costs O(postings) per list instead of a sort of everything
+    read so far; every contribution is positive, so the ids touched are the nonzero ones.
+    θ is kept as the k-th best partial score: scores only grow, so the k best after a list
+    are among the k best before it and the chunks of that list."""
+
+    def __init__(self, k: int, span: int = DENSE_SPAN) -> None:
+        self.k, self.span = k, span
+        self.lo = 0
+        self.dense: np.ndarray | None = None
+        self.ids = np.empty(0, dtype=np.int64)
+        self.scores = np.empty(0, dtype=np.float64)
+        self.best = np.empty(0, dtype=np.int64)  # ids of the k best partial scores
+        self.theta = 0.0
+
+    def add(self, ids: np.ndarray, scores: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        lo, hi = int(ids.min()), int(ids.max())
+        if self.dense is None and len(self.ids) == 0 and hi - lo < self.span:
+            self.lo, self.dense = lo, np.zeros(hi - lo + 1, dtype=np.float64)
+        elif self.dense is not None:
+            old_hi = self.lo + len(self.dense) - 1
+            new_lo, new_hi = min(self.lo, lo), max(old_hi, hi)
+            if new_hi - new_lo >= self.span:
+                self.ids, self.scores = self.arrays()
+                self.dense = None
+            elif (new_lo, new_hi) != (self.lo, old_hi):
+                grown = np.zeros(new_hi - new_lo + 1, dtype=np.float64)
+                grown[self.lo - new_lo : old_hi - new_lo + 1] = self.dense
+                self.lo, self.dense = new_lo, grown
+        if self.dense is None:
+            self.ids, self.scores = _accumulate(self.ids, self.scores, ids, scores)
+            self.theta = _kth(self.scores, self.k)
+            return
+        before = self.dense[self.best - self.lo]
+        self.dense[ids - self.lo] += scores
+        after = self.dense[self.best - self.lo]
+        kept = after == before  # best ids not in this list
+        pool = np.concatenate((ids, self.best[kept]))
+        values = np.concatenate((self.dense[ids - self.lo], after[kept]))
+        if len(pool) > self.k:
+            top = np.argpartition(-values, self.k - 1)[: self.k]
+            pool, values = pool[top], values[top]
+        self.best = pool
+        self.theta = float(values.min()) if len(values) >= self.k else 0.0
+
+    def drop(self, ids: np.ndarray) -> None:
+        """Forget ``ids`` (verified not to pass the filter)."""
+        if self.dense is None:
+            keep = ~_in_sorted(np.sort(ids), self.ids)[0]
+            self.ids, self.scores = self.ids[keep], self.scores[keep]
+        else:
+            inside = (ids >= self.lo) & (ids < self.lo + len(self.dense))
+            self.dense[ids[inside] - self.lo] = 0.0
+        self.best = np.setdiff1d(self.best, ids)
+
+    def arrays(self, at_least: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted ids with their partial scores, of those scoring at least ``at_least``."""
+        if self.dense is None:
+            if at_least <= 0:
+                return self.ids, self.scores
+            keep = self.scores >= at_least
+            return self.ids[keep], self.scores[keep]
+        nz = np.flatnonzero(self.dense >= at_least) if at_least > 0 else np.flatnonzero(self.dense)
+        return nz + self.lo, self.dense[nz]
+
+
+def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best scores, best first (ties: smaller id first)."""
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        sel = np.flatnonzero(scores >= kth)
+    else:
+        sel = np.arange(len(scores))
+    return sel[np.lexsort((ids[sel], -scores[sel]))][:k]
 
 
 def _in_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,17 +282,17 @@ def top_k(
     work.terms = len(order)
     work.postings_total = sum(s.df for s in order)
 
-    acc_ids = np.empty(0, dtype=np.int64)
-    acc = np.empty(0, dtype=np.float64)
+    accumulator = _Accumulator(k)
     ok_ids = np.empty(0, dtype=np.int64)  # verified to pass the filter (sorted)
     bad_ids = np.empty(0, dtype=np.int64)  # verified to fail it (sorted)
 
     def threshold() -> float:
         """θ: the k-th best partial score of candidates that qualify (all of them without
         a filter; with one, the best unverified candidates are verified first)."""
-        nonlocal ok_ids, bad_ids, acc_ids, acc
+        nonlocal ok_ids, bad_ids
         if verify is None:
-            return _kth(acc, k)
+            return accumulator.theta
+        acc_ids, acc = accumulator.arrays()
         known = _in_sorted(ok_ids, acc_ids)[0]
         top = np.argsort(-acc, kind="stable")
         need = top[~known[top]][: max(2 * k, 64)]
@@ -215,8 +302,8 @@ def top_k(
             work.verified += len(cand)
             ok_ids = np.union1d(ok_ids, cand[mask])
             bad_ids = np.union1d(bad_ids, cand[~mask])
-            keep = ~_in_sorted(bad_ids, acc_ids)[0]
-            acc_ids, acc = acc_ids[keep], acc[keep]
+            accumulator.drop(cand[~mask])
+            acc_ids, acc = accumulator.arrays()
         known = _in_sorted(ok_ids, acc_ids)[0]
         return _kth(acc[known], k)
 
@@ -240,9 +327,7 @@ def top_k(
                 ids, tfs, dls = ids[keep], tfs[keep], dls[keep]
             work.postings += len(ids)
             work.full_terms += 1
-            acc_ids, acc = _accumulate(
-                acc_ids, acc, ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
-            )
+            accumulator.add(ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b))
         theta = threshold()
         if rest_ub[i] < theta - EPS:
             break
@@ -251,8 +336,7 @@ def top_k(
     # remaining term; the best few are scored exactly first, which lifts θ
     rest = order[i:]
     if rest:
-        keep = acc + rest_ub[i] >= theta - EPS
-        cand_ids, cand = acc_ids[keep], acc[keep]
+        cand_ids, cand = accumulator.arrays(theta - rest_ub[i] - EPS)
         metas = source.block_meta([s.term for s in rest])
         work.rounds += 1
         rest = [s for s in rest if s.term in metas]
@@ -262,24 +346,32 @@ def top_k(
         ]
         cache: list[dict[int, Postings]] = [{} for _ in rest]
 
-        def read(j: int, which: np.ndarray) -> None:
-            todo = np.array([w for w in which if int(w) not in cache[j]], dtype=np.int64)
-            if len(todo) == 0:
+        def read(which: dict[int, np.ndarray]) -> None:
+            """Read the blocks ``which[j]`` of the terms ``rest[j]`` not read yet, in one
+            round trip."""
+            wanted = {}
+            for j, w in which.items():
+                todo = np.array([x for x in w.tolist() if x not in cache[j]], dtype=np.int64)
+                if len(todo):
+                    wanted[j] = todo
+            if not wanted:
                 return
-            meta = metas[rest[j].term]
-            ids, tfs, dls = source.blocks(rest[j].term, meta, todo)
+            got = source.blocks({rest[j].term: (metas[rest[j].term], w) for j, w in wanted.items()})
             work.rounds += 1
-            work.blocks += len(todo)
-            work.postings += len(ids)
-            ends = np.cumsum(meta.n[todo])
-            for w, lo, hi in zip(todo, ends - meta.n[todo], ends):
-                cache[j][int(w)] = (ids[lo:hi], tfs[lo:hi], dls[lo:hi])
+            for j, todo in wanted.items():
+                meta = metas[rest[j].term]
+                ids, tfs, dls = got[rest[j].term]
+                work.blocks += len(todo)
+                work.postings += len(ids)
+                ends = np.cumsum(meta.n[todo])
+                for w, lo, hi in zip(todo.tolist(), (ends - meta.n[todo]).tolist(), ends.tolist()):
+                    cache[j][w] = (ids[lo:hi], tfs[lo:hi], dls[lo:hi])
 
         def contribution(j: int, ids_: np.ndarray, which: np.ndarray) -> np.ndarray:
             out = np.zeros(len(ids_), dtype=np.float64)
             if len(which) == 0:
                 return out
-            parts = [cache[j][int(w)] for w in which]
+            parts = [cache[j][w] for w in which.tolist()]
             pids = np.concatenate([p[0] for p in parts])
             tfs = np.concatenate([p[1] for p in parts])
             dls = np.concatenate([p[2] for p in parts])
@@ -298,11 +390,13 @@ def top_k(
 
         if verify is None and len(cand_ids) > k:
             seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[:k]])
-            exact = acc[np.searchsorted(acc_ids, seeds)].copy()
-            for j, s in enumerate(rest):
-                _, needed = _block_bound(metas[s.term], bubs[j], seeds)
-                which = np.flatnonzero(needed)
-                read(j, which)
+            exact = cand[np.searchsorted(cand_ids, seeds)].copy()
+            seed_blocks = {
+                j: np.flatnonzero(_block_bound(metas[s.term], bubs[j], seeds)[1])
+                for j, s in enumerate(rest)
+            }
+            read(seed_blocks)
+            for j, which in seed_blocks.items():
                 exact += contribution(j, seeds, which)
             theta = max(theta, _kth(exact, k))
             alive = total >= theta - EPS
@@ -313,7 +407,7 @@ def top_k(
                 break
             _, needed = _block_bound(metas[s.term], bubs[j], cand_ids)
             which = np.flatnonzero(needed)
-            read(j, which)
+            read({j: which})
             cand = cand + contribution(j, cand_ids, which)
             bounds[j] = 0.0
             if verify is None:
@@ -321,6 +415,8 @@ def top_k(
             alive = cand + bounds.sum(axis=0) >= theta - EPS
             cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
         acc_ids, acc = cand_ids, cand
+    else:
+        acc_ids, acc = accumulator.arrays(theta - EPS)
     work.candidates = len(acc_ids)
 
     if verify is not None and len(acc_ids):
@@ -344,5 +440,4 @@ def top_k(
         sel = np.array(chosen[:k], dtype=np.int64)
         return [(int(acc_ids[j]), float(acc[j])) for j in sel if acc[j] > 0]
 
-    order_idx = np.lexsort((acc_ids, -acc))[:k]
-    return [(int(acc_ids[j]), float(acc[j])) for j in order_idx if acc[j] > 0]
+    return [(int(acc_ids[j]), float(acc[j])) for j in _best(acc_ids, acc, k) if acc[j] > 0]
