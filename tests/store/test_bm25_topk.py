@@ -216,6 +216,38 @@ def test_codec_round_trip_and_widths():
         codec.encode_block(np.array([3, 3]), np.array([1, 1]), np.array([1, 1]))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    spec=st.lists(
+        st.tuples(
+            st.sampled_from([1, 5, 512, 512, 512]),  # postings: full blocks share a length
+            st.sampled_from([1, 300, 70000, 2**33]),  # id gaps: every id-delta width
+            st.sampled_from([2, 300]),  # tf range: both tf widths
+            st.sampled_from([500, 70000]),  # dl range: both dl widths
+        ),
+        max_size=14,
+    ),
+    seed=st.integers(0, 10**6),
+)
+def test_decode_blocks_equals_decoding_each(spec, seed):
+    """Blocks decoded in groups of one format and length come back in their given order,
+    equal to decoding each block on its own."""
+    rng = np.random.default_rng(seed)
+    blocks, want = [], []
+    for n, gap, tf_hi, dl_hi in spec:
+        ids = np.cumsum(rng.integers(1, gap + 1, size=n)).astype(np.int64) + int(
+            rng.integers(0, 10**9)
+        )
+        tfs, dls = rng.integers(1, tf_hi, size=n), rng.integers(1, dl_hi, size=n)
+        data = codec.encode_block(ids, tfs, dls)
+        blocks.append(data)
+        want.append(codec.decode_block(data))
+    got = codec.decode_blocks(blocks)
+    for i in range(3):
+        expect = np.concatenate([w[i] for w in want]) if want else np.empty(0)
+        assert got[i].tolist() == expect.tolist()
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     lengths=st.lists(st.integers(0, 1300), min_size=1, max_size=12),

@@ -104,7 +104,10 @@ def idf(n_docs: float, df: float) -> float:
 
 def _tf_part(tfs: np.ndarray, dls: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
     tf = tfs.astype(np.float64)
-    return tf / (tf + k1 * (1 - b + b * dls.astype(np.float64) / avgdl))
+    norm = np.multiply(dls, k1 * b / avgdl, dtype=np.float64)
+    norm += k1 * (1 - b)
+    norm += tf
+    return np.divide(tf, norm, out=norm)
 
 
 def _kth(scores: np.ndarray, k: int) -> float:
@@ -218,31 +221,68 @@ def _in_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.
     return sorted_ids[pos_c] == ids, pos_c
 
 
-def _block_bound(meta: BlockMeta, ub: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each candidate id: the largest block bound of the blocks that may hold it (0 if
-    none), and for each block whether it may hold a candidate.
+class _Positions:
+    """Where each candidate chunk id sits in the candidate arrays, as a dense array over
+    the ids' range (a lookup per posting instead of a binary search), or by binary search
+    where the range is wider than :data:`DENSE_SPAN`."""
 
-    Blocks of one list do not overlap unless two writers interleaved chunk ids; where they
-    do, the list's bound is its largest block's over its whole range (still a bound)."""
-    bound = np.zeros(len(ids), dtype=np.float64)
-    needed = np.zeros(len(meta.first), dtype=bool)
-    for lst in np.unique(meta.lists):
-        sel = np.flatnonzero(meta.lists == lst)
-        order = sel[np.argsort(meta.first[sel], kind="stable")]
-        first, last, bub = meta.first[order], meta.last[order], ub[order]
-        overlap = len(order) > 1 and bool(np.any(first[1:] <= np.maximum.accumulate(last)[:-1]))
-        if overlap:
-            inside = (ids >= first[0]) & (ids <= last.max())
-            bound[inside] = np.maximum(bound[inside], bub.max())
-            if inside.any():
-                needed[order] = True
-            continue
-        pos = np.searchsorted(first, ids, side="right") - 1
-        ok = pos >= 0
-        ok[ok] = ids[ok] <= last[pos[ok]]
-        bound[ok] = np.maximum(bound[ok], bub[pos[ok]])
-        needed[order[np.unique(pos[ok])]] = True
-    return bound, needed
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo = lo
+        self.where = np.full(hi - lo + 1, -1, dtype=np.int32) if hi - lo < DENSE_SPAN else None
+        self.ids = np.empty(0, dtype=np.int64)
+
+    def set(self, ids: np.ndarray) -> None:
+        """The candidates are now ``ids`` (sorted)."""
+        if self.where is not None:
+            self.where[self.ids - self.lo] = -1
+            self.where[ids - self.lo] = np.arange(len(ids), dtype=np.int32)
+        self.ids = ids
+
+    def find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For ``ids`` (inside the range): a mask of the candidates and their positions."""
+        if self.where is None:
+            return _in_sorted(self.ids, ids)
+        pos = self.where[ids - self.lo]
+        return pos >= 0, pos
+
+
+class _BlockBounds:
+    """The blocks of one list, per ACL class sorted by first id (built once per query), to
+    find for candidate chunks the bound of the block that may hold each and the blocks to
+    read for them."""
+
+    def __init__(self, meta: BlockMeta, ub: np.ndarray) -> None:
+        self.n_blocks = len(meta.first)
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
+        for lst in np.unique(meta.lists):
+            sel = np.flatnonzero(meta.lists == lst)
+            order = sel[np.argsort(meta.first[sel], kind="stable")]
+            first, last = meta.first[order], meta.last[order]
+            overlap = len(order) > 1 and bool(np.any(first[1:] <= np.maximum.accumulate(last)[:-1]))
+            self.parts.append((order, first, last, ub[order], overlap))
+
+    def find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``ids``: the largest bound of a block that may hold it (0 if none),
+        and for each block whether it may hold one of them.
+
+        Blocks of one class do not overlap unless two writers interleaved chunk ids; where
+        they do, the class's bound is its largest block's over its whole range (still a
+        bound), and all its blocks in the range are read."""
+        bound = np.zeros(len(ids), dtype=np.float64)
+        needed = np.zeros(self.n_blocks, dtype=bool)
+        for order, first, last, bub, overlap in self.parts:
+            if overlap:
+                inside = (ids >= first[0]) & (ids <= last.max())
+                bound[inside] = np.maximum(bound[inside], bub.max())
+                if inside.any():
+                    needed[order] = True
+                continue
+            pos = np.searchsorted(first, ids, side="right") - 1
+            ok = pos >= 0
+            ok[ok] = ids[ok] <= last[pos[ok]]
+            bound[ok] = np.maximum(bound[ok], bub[pos[ok]])
+            needed[order[pos[ok]]] = True
+        return bound, needed
 
 
 def top_k(
@@ -340,50 +380,58 @@ def top_k(
         metas = source.block_meta([s.term for s in rest])
         work.rounds += 1
         rest = [s for s in rest if s.term in metas]
-        bubs = [
-            idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b)
+        covers = [
+            _BlockBounds(
+                metas[s.term],
+                idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b),
+            )
             for s in rest
         ]
-        cache: list[dict[int, Postings]] = [{} for _ in rest]
+        # per remaining term: which blocks were read, and their postings (each once)
+        seen = [np.zeros(len(metas[s.term].first), dtype=bool) for s in rest]
+        pool: list[list[Postings]] = [[] for _ in rest]
 
         def read(which: dict[int, np.ndarray]) -> None:
             """Read the blocks ``which[j]`` of the terms ``rest[j]`` not read yet, in one
             round trip."""
-            wanted = {}
-            for j, w in which.items():
-                todo = np.array([x for x in w.tolist() if x not in cache[j]], dtype=np.int64)
-                if len(todo):
-                    wanted[j] = todo
+            wanted = {j: w[~seen[j][w]] for j, w in which.items()}
+            wanted = {j: w for j, w in wanted.items() if len(w)}
             if not wanted:
                 return
             got = source.blocks({rest[j].term: (metas[rest[j].term], w) for j, w in wanted.items()})
             work.rounds += 1
             for j, todo in wanted.items():
-                meta = metas[rest[j].term]
-                ids, tfs, dls = got[rest[j].term]
+                seen[j][todo] = True
+                postings = got[rest[j].term]
                 work.blocks += len(todo)
-                work.postings += len(ids)
-                ends = np.cumsum(meta.n[todo])
-                for w, lo, hi in zip(todo.tolist(), (ends - meta.n[todo]).tolist(), ends.tolist()):
-                    cache[j][w] = (ids[lo:hi], tfs[lo:hi], dls[lo:hi])
+                work.postings += len(postings[0])
+                pool[j].append(postings)
 
-        def contribution(j: int, ids_: np.ndarray, which: np.ndarray) -> np.ndarray:
+        def contribution(j: int, ids_: np.ndarray, where: _Positions | None = None) -> np.ndarray:
+            """Term ``rest[j]``'s scores of ``ids_``, from its blocks read so far (they must
+            include every block that may hold one of ``ids_``; ``where``: the positions of
+            ``ids_``, when they are the candidates)."""
             out = np.zeros(len(ids_), dtype=np.float64)
-            if len(which) == 0:
+            if not pool[j]:
                 return out
-            parts = [cache[j][w] for w in which.tolist()]
-            pids = np.concatenate([p[0] for p in parts])
-            tfs = np.concatenate([p[1] for p in parts])
-            dls = np.concatenate([p[2] for p in parts])
-            hit, pos = _in_sorted(ids_, pids)
-            np.add.at(
-                out, pos[hit], idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b)
-            )
+            if len(pool[j]) > 1:
+                parts = pool[j]
+                pool[j] = [
+                    (
+                        np.concatenate([p[0] for p in parts]),
+                        np.concatenate([p[1] for p in parts]),
+                        np.concatenate([p[2] for p in parts]),
+                    )
+                ]
+            pids, tfs, dls = pool[j][0]
+            hit, pos = where.find(pids) if where is not None else _in_sorted(ids_, pids)
+            # a chunk has one posting per term, so each position is hit at most once
+            out[pos[hit]] = idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b)
             return out
 
         bounds = np.zeros((len(rest), len(cand_ids)))
         for j, s in enumerate(rest):
-            bounds[j] = _block_bound(metas[s.term], bubs[j], cand_ids)[0]
+            bounds[j] = covers[j].find(cand_ids)[0]
         total = cand + bounds.sum(axis=0)
         alive = total >= theta - EPS
         cand_ids, cand, bounds, total = cand_ids[alive], cand[alive], bounds[:, alive], total[alive]
@@ -391,24 +439,30 @@ def top_k(
         if verify is None and len(cand_ids) > k:
             seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[:k]])
             exact = cand[np.searchsorted(cand_ids, seeds)].copy()
-            seed_blocks = {
-                j: np.flatnonzero(_block_bound(metas[s.term], bubs[j], seeds)[1])
-                for j, s in enumerate(rest)
-            }
+            seed_blocks = {j: np.flatnonzero(covers[j].find(seeds)[1]) for j in range(len(rest))}
             read(seed_blocks)
-            for j, which in seed_blocks.items():
-                exact += contribution(j, seeds, which)
+            for j in seed_blocks:
+                exact += contribution(j, seeds)
             theta = max(theta, _kth(exact, k))
             alive = total >= theta - EPS
             cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
 
+        where = (
+            _Positions(
+                min([int(cand_ids[0])] + [int(metas[s.term].first.min()) for s in rest]),
+                max([int(cand_ids[-1])] + [int(metas[s.term].last.max()) for s in rest]),
+            )
+            if len(cand_ids)
+            else None
+        )
         for j, s in enumerate(rest):
-            if len(cand_ids) == 0:
+            if len(cand_ids) == 0 or where is None:
                 break
-            _, needed = _block_bound(metas[s.term], bubs[j], cand_ids)
+            where.set(cand_ids)
+            _, needed = covers[j].find(cand_ids)
             which = np.flatnonzero(needed)
             read({j: which})
-            cand = cand + contribution(j, cand_ids, which)
+            cand = cand + contribution(j, cand_ids, where)
             bounds[j] = 0.0
             if verify is None:
                 theta = max(theta, _kth(cand, k))
