@@ -136,6 +136,14 @@ DENSE_SPAN = 1 << 24
 """Partial scores are summed in a dense array over the chunk ids' range while it is at most
 this wide (8 bytes per id: 128 MB at most, 8 MB for a million chunks); beyond, in sorted
 arrays."""
+DENSE_PER_POSTING = 32
+"""... and while the range is at most this many ids per posting the query may read (a
+reader who sees 1 % of a collection reads a few sparse lists: sorting them is cheaper than
+a pass over the whole range)."""
+
+
+def _dense_ok(lo: int, hi: int, postings: int) -> bool:
+    return hi - lo < min(DENSE_SPAN, DENSE_PER_POSTING * max(postings, 1))
 
 
 class _Accumulator:
@@ -146,8 +154,8 @@ class _Accumulator:
     θ is kept as the k-th best partial score: scores only grow, so the k best after a list
     are among the k best before it and the chunks of that list."""
 
-    def __init__(self, k: int, span: int = DENSE_SPAN) -> None:
-        self.k, self.span = k, span
+    def __init__(self, k: int, span: int = DENSE_SPAN, postings: int | None = None) -> None:
+        self.k, self.span, self.postings = k, span, postings
         self.lo = 0
         self.dense: np.ndarray | None = None
         self.ids = np.empty(0, dtype=np.int64)
@@ -159,7 +167,12 @@ class _Accumulator:
         if len(ids) == 0:
             return
         lo, hi = int(ids.min()), int(ids.max())
-        if self.dense is None and len(self.ids) == 0 and hi - lo < self.span:
+        if (
+            self.dense is None
+            and len(self.ids) == 0
+            and hi - lo < self.span
+            and (self.postings is None or _dense_ok(lo, hi, self.postings))
+        ):
             self.lo, self.dense = lo, np.zeros(hi - lo + 1, dtype=np.float64)
         elif self.dense is not None:
             old_hi = self.lo + len(self.dense) - 1
@@ -230,11 +243,13 @@ def _in_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.
 class _Positions:
     """Where each candidate chunk id sits in the candidate arrays, as a dense array over
     the ids' range (a lookup per posting instead of a binary search), or by binary search
-    where the range is wider than :data:`DENSE_SPAN`."""
+    where the range is too wide for that (:func:`_dense_ok`)."""
 
-    def __init__(self, lo: int, hi: int) -> None:
+    def __init__(self, lo: int, hi: int, postings: int) -> None:
         self.lo = lo
-        self.where = np.full(hi - lo + 1, -1, dtype=np.int32) if hi - lo < DENSE_SPAN else None
+        self.where = (
+            np.full(hi - lo + 1, -1, dtype=np.int32) if _dense_ok(lo, hi, postings) else None
+        )
         self.ids = np.empty(0, dtype=np.int64)
 
     def set(self, ids: np.ndarray) -> None:
@@ -328,7 +343,7 @@ def top_k(
     work.terms = len(order)
     work.postings_total = sum(s.df for s in order)
 
-    accumulator = _Accumulator(k)
+    accumulator = _Accumulator(k, postings=work.postings_total)
     ok_ids = np.empty(0, dtype=np.int64)  # verified to pass the filter (sorted)
     bad_ids = np.empty(0, dtype=np.int64)  # verified to fail it (sorted)
 
@@ -457,6 +472,7 @@ def top_k(
             _Positions(
                 min([int(cand_ids[0])] + [int(metas[s.term].first.min()) for s in rest]),
                 max([int(cand_ids[-1])] + [int(metas[s.term].last.max()) for s in rest]),
+                sum(s.df for s in rest),
             )
             if len(cand_ids)
             else None
