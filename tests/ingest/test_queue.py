@@ -86,6 +86,16 @@ def test_killed_worker_task_is_finished_by_another(pg_url, schema, tmp_path):
         }
         held = _rows(idx, "SELECT id, worker, status FROM ingest_tasks WHERE worker = 'victim'")
         assert held and held[0][2] == "running"  # killed mid-task: nobody closed it
+        # a draining worker stops when nothing is claimable; wait until the dead worker's
+        # heartbeat is stale, or a fast rescuer may finish and leave before it is
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _rows(
+            idx,
+            "SELECT 1 FROM ingest_tasks WHERE id = %s AND heartbeat_at < now() - make_interval(secs => %s)",
+            held[0][0],
+            STALE,
+        ):
+            time.sleep(0.05)
 
         # two rescuers at once: the stale task and the untouched one, one each, never both
         rescuers = [_spawn(pg_url, schema, f"rescuer{i}", 0.0, "drain") for i in range(2)]
