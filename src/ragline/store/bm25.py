@@ -168,7 +168,12 @@ class _DbSource:
             }
         out = {}
         for t, cur in cursors.items():
-            by_first = {int(r[0]): r[1] for r in cur.fetchall()}
+            rows = cur.fetchall()
+            by_first = {int(r[0]): r[1] for r in rows}
+            if len(by_first) != len(rows):
+                raise RuntimeError(
+                    f"two BM25 blocks of {t!r} start at one chunk: the index is inconsistent (ragline.store.bm25.check lists how)"
+                )
             try:
                 out[t] = codec.decode_blocks([by_first[int(f)] for f in firsts[t].tolist()])
             except KeyError as e:
