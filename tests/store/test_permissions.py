@@ -131,3 +131,32 @@ def test_selective_group_filter_returns_k(fake_index):
             counts[scan] = len(conn.execute(sql, (fake_index.collection.id, q)).fetchall())
     assert counts["relaxed_order"] == 10
     assert counts["off"] < 10
+
+
+def test_ef_search_grows_with_the_graph():
+    """The beam is the setting up to EF_SCALE_FROM chunks, then grows with the square root
+    of the graph's size (4x at 1M chunks), never shrinking."""
+    from ragline.store.search import EF_SCALE_FROM, scaled_ef_search
+
+    assert scaled_ef_search(100, 0) == 100
+    assert scaled_ef_search(100, EF_SCALE_FROM) == 100
+    assert scaled_ef_search(100, 1_000_000) == 400
+    assert scaled_ef_search(40, 4 * EF_SCALE_FROM) == 80
+    sizes = [0, 10, 10_000, 62_500, 100_000, 250_000, 1_000_000, 10_000_000]
+    beams = [scaled_ef_search(100, n) for n in sizes]
+    assert beams == sorted(beams) and min(beams) == 100
+
+
+def test_vector_index_uses_the_documented_graph(fake_index):
+    from ragline.store.collections import HNSW_EF_CONSTRUCTION, HNSW_M
+
+    fake_index.ingest_sources([text_source("a", "A", "battery charging note")])
+    with fake_index.db.connection() as conn:
+        (definition,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            (fake_index.collection.hnsw_index,),
+        ).fetchone()
+    assert (
+        f"m='{HNSW_M}'" in definition and f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in definition
+    )
+    assert (HNSW_M, HNSW_EF_CONSTRUCTION) == (32, 128)
