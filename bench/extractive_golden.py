@@ -14,7 +14,14 @@ Counts, per language:
   cite ok     citations (all of them, on answered answerable questions) pointing at a
               chunk holding a relevant quote
 
-Usage: python bench/extractive_golden.py [--data-dir /tmp/rl-golden] [--json]
+With ``--crosslingual``: the English translations of the hu/cs/nl/uk questions
+(``eval/multilingual/crosslingual.jsonl``), each asked over a collection of its
+language's five documents (multilingual-e5-small, hybrid top 5), answered as before
+(lexical only) and after (passages in another language than the question judged on the
+embedding: :mod:`ragline.generate.semantic`); plus the questions as written over the same
+collections, which the change must leave alone.
+
+Usage: python bench/extractive_golden.py [--data-dir /tmp/rl-golden] [--json] [--crosslingual]
 """
 
 from __future__ import annotations
@@ -65,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", default="/tmp/rl-golden")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--crosslingual", action="store_true")
     args = ap.parse_args(argv)
+    if args.crosslingual:
+        return report(crosslingual(args.data_dir), args.json)
     idx = ragline.open(args.data_dir, collection="golden17", embedder="minilm")
     if not idx.documents():
         idx.ingest_sources((s for s in _sources()), embed=False)
@@ -85,6 +95,41 @@ def main(argv: list[str] | None = None) -> int:
                 r["answerable"] = q["answerable"]
                 rows[name, q["language"], variant].append(r)
                 rows[name, "all", variant].append(r)
+    idx.close()
+    return report(rows, args.json)
+
+
+def crosslingual(data_dir: str) -> dict[tuple[str, str, str], list[dict]]:
+    from ragline.ingest.sources import file_source
+
+    rows: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    translated = [
+        json.loads(line) for line in (HERE / "crosslingual.jsonl").read_text().splitlines() if line
+    ]
+    for lang in ("hu", "cs", "nl", "uk"):
+        idx = ragline.open(data_dir, collection=f"golden17-e5-{lang}", embedder="e5")
+        if not idx.documents():
+            idx.ingest_sources(file_source(p) for p in sorted((HERE / "docs" / lang).glob("*.md")))
+        answerers = {
+            "before": ExtractiveAnswerer(language=idx.settings.language, analyzer=idx.analyzer),
+            "after": ExtractiveAnswerer(
+                language=idx.settings.language, analyzer=idx.analyzer, embedder=idx.embedder
+            ),
+        }
+        asked = [("english", q) for q in translated if q["documents_language"] == lang]
+        asked += [("as written", q) for q in load() if q["language"] == lang]
+        for variant, q in asked:
+            hits = idx.search(q["question"], k=5, mode="hybrid")
+            for name, a in answerers.items():
+                r = score(a.answer(q["question"], hits), q)
+                r["answerable"] = q["answerable"]
+                rows[name, lang, variant].append(r)
+                rows[name, "all", variant].append(r)
+        idx.close()
+    return rows
+
+
+def report(rows: dict[tuple[str, str, str], list[dict]], as_json: bool) -> int:
     out = {}
     for (name, lang, variant), rs in sorted(rows.items()):
         ans = [r for r in rs if r["answerable"]]
@@ -97,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             "cite_ok": sum(cites) / len(cites) if cites else None,
             "questions": len(rs),
         }
-    if args.json:
+    if as_json:
         print(json.dumps(out, indent=2))
     else:
         print(f"{'setting':<28}{'correct':>9}{'answered':>9}{'abst ok':>9}{'cite ok':>9}{'n':>5}")
@@ -107,7 +152,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k:<28}{f(m['answerable_correct'])}{f(m['answerable_answered'])}"
                 f"{f(m['unanswerable_abstained'])}{f(m['cite_ok'])}{m['questions']:>5}"
             )
-    idx.close()
     return 0
 
 

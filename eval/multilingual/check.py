@@ -106,8 +106,11 @@ def main() -> int:
             errors.append(f"duplicate id {qid} ({count} times)")
     for lang in LANGS:
         if answerable[lang] < MIN_ANSWERABLE:
-            errors.append(f"{lang}: {answerable[lang]} answerable questions (want >= {MIN_ANSWERABLE})")
+            errors.append(
+                f"{lang}: {answerable[lang]} answerable questions (want >= {MIN_ANSWERABLE})"
+            )
 
+    errors += check_crosslingual()
     for e in errors:
         print("FAIL", e)
     summary = ", ".join(f"{lang} {answerable[lang]}+{unanswerable[lang]}" for lang in LANGS)
@@ -117,6 +120,38 @@ def main() -> int:
     )
     print("FAILED" if errors else "OK")
     return 1 if errors else 0
+
+
+def check_crosslingual() -> list[str]:
+    """crosslingual.jsonl: English translations of the other languages' questions, each
+    naming the question it translates and keeping its answerability and quotes."""
+    path = HERE / "crosslingual.jsonl"
+    if not path.exists():
+        return []
+    originals = {}
+    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            originals[q["id"]] = q
+    errors = []
+    seen = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        q = json.loads(line)
+        o = originals.get(q.get("translates"))
+        where = f"crosslingual.jsonl:{n}"
+        if o is None:
+            errors.append(f"{where}: translates unknown question {q.get('translates')!r}")
+            continue
+        if q["id"] != f"xl-{o['id']}" or q["id"] in seen:
+            errors.append(f"{where}: id {q['id']!r} should be xl-{o['id']} and unique")
+        seen.add(q["id"])
+        if q["language"] != "en" or q["documents_language"] != o["language"] == o["id"][:2]:
+            errors.append(f"{where}: want language en over {o['language']} documents")
+        if q["relevant"] != o["relevant"] or q["answerable"] != o["answerable"]:
+            errors.append(f"{where}: relevant/answerable differ from {o['id']}")
+    return errors
 
 
 if __name__ == "__main__":

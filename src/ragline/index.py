@@ -418,7 +418,9 @@ class Index:
         if s.min_evidence is not None:
             gate["min_evidence"] = s.min_evidence
         if chat is None:
-            return ExtractiveAnswerer(language=s.language, analyzer=self.analyzer, **gate)
+            return ExtractiveAnswerer(
+                language=s.language, analyzer=self.analyzer, embedder=self.embedder, **gate
+            )
         from .generate.llm_answerer import LLMAnswerer
 
         return LLMAnswerer(
@@ -429,6 +431,7 @@ class Index:
             max_tokens=s.generator_max_tokens,
             native_citations=s.native_citations,
             analyzer=self.analyzer,
+            embedder=self.embedder,
             **gate,
         )
 

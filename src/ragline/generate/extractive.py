@@ -91,6 +91,7 @@ from dataclasses import dataclass, replace
 from ..analysis.analyzer import FOLDED_SUFFIX, Analyzer, MultiAnalyzer, get_analyzer
 from ..analysis.czech import fold_diacritics
 from ..core.errors import ConfigError
+from ..core.protocols import Embedder
 from ..core.types import Answer, Hit
 from .citations import render_cited
 from .cues import (
@@ -104,6 +105,7 @@ from .cues import (
     question_codes,
     variant_finder,
 )
+from .semantic import CrossLanguageJudge, crosses_language
 from .units import TextUnit, heading_key, parse_units, render_unit, split_units
 
 __all__ = [
@@ -225,8 +227,11 @@ class ExtractiveAnswerer:
 
     ``max_sentences`` bounds the answer's length, ``max_passages`` how many of the
     best hits are read, ``min_evidence`` (in [0, 1]) the question coverage below which
-    it abstains, ``language`` the analyzer (stemming, stop words) used for matching.
-    Deterministic: the same question and hits always give the same answer.
+    it abstains, ``language`` the analyzer (stemming, stop words) used for matching,
+    ``analyzer`` the collection's (passages read in their documents' languages),
+    ``embedder`` the collection's (passages in another language than the question judged
+    on meaning, :mod:`.semantic`). Deterministic: the same question and hits always give
+    the same answer.
     """
 
     name = "extractive"
@@ -238,6 +243,7 @@ class ExtractiveAnswerer:
         min_evidence: float = DEFAULT_MIN_EVIDENCE,
         language: str = "english",
         analyzer: MultiAnalyzer | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if max_sentences < 1:
             raise ConfigError(f"max_sentences must be at least 1, got {max_sentences}")
@@ -251,11 +257,18 @@ class ExtractiveAnswerer:
         self.language = language
         self._analyzer: Analyzer = get_analyzer(language)
         self._multi = analyzer
+        # passages in another language than the question are judged on the embedding
+        self._judge = CrossLanguageJudge.for_embedder(embedder) if analyzer is not None else None
 
     def evidence(self, question: str, hits: Sequence[Hit]) -> float:
         """How well the best hits cover the question, in [0, 1]: the score this answerer
         abstains on, and the gate LLM generators use before spending a model call."""
         return self._best(question, _distinct(hits)[: self.max_passages])[1]
+
+    def judged_across_languages(self) -> bool:
+        """Whether passages in another language than the question are judged on the
+        embedding (the collection's embedder has a calibration: :mod:`.semantic`)."""
+        return self._judge is not None
 
     can_stream = False  # the answer is chosen whole: stream() yields it at once
 
@@ -272,7 +285,12 @@ class ExtractiveAnswerer:
     ) -> Answer:
         """Cited sentences from ``hits`` (best first) answering ``question``, or abstention."""
         considered = _distinct(hits)[: self.max_passages]
-        picked, evidence = self._best(question, considered)
+        picked, evidence, across = self._best(question, considered)
+        how = (
+            (f"judged on meaning: the question is not in the language of {across}",)
+            if across
+            else ()
+        )
         if not picked or evidence < self.min_evidence:
             why = (
                 "no retrieved passage holds the question's key terms"
@@ -280,7 +298,7 @@ class ExtractiveAnswerer:
                 else f"evidence {below(evidence, self.min_evidence)}"
             )
             return Answer.abstention(
-                question, considered, generator=self.name, evidence=evidence, notes=(why,)
+                question, considered, generator=self.name, evidence=evidence, notes=(why, *how)
             )
         text, citations = render_cited([(u.shown, considered[u.passage], u.text) for u in picked])
         return Answer(
@@ -291,32 +309,72 @@ class ExtractiveAnswerer:
             hits=tuple(considered),
             generator=self.name,
             evidence=evidence,
+            notes=how,
         )
 
     # -- scoring -------------------------------------------------------------------
 
-    def _best(self, question: str, hits: Sequence[Hit]) -> tuple[list[_Unit], float]:
-        """The sentences to answer with and the evidence, each passage read in its own
-        document's language as the BM25 leg read it (stems, accents folded): with a
-        collection analyzer, the hits are grouped by language, the question analyzed in
-        each group's language, and the group with the best evidence answers."""
+    def _best(self, question: str, hits: Sequence[Hit]) -> tuple[list[_Unit], float, str | None]:
+        """The sentences to answer with, the evidence, and the language (ISO code) whose
+        passages were judged on the embedding if they decided. Each passage is read in
+        its own document's language as the BM25 leg read it (stems, accents folded): with
+        a collection analyzer, the hits are grouped by language, the question analyzed in
+        each group's language, and the group with the best evidence answers. A group in
+        another language than the question is also judged on meaning (:mod:`.semantic`),
+        where the collection's embedder allows."""
         if self._multi is None or not hits:
-            return self._select(question, hits, self._analyzer, self.language, range(len(hits)))
+            picked, evidence = self._select(
+                question, hits, self._analyzer, self.language, range(len(hits))
+            )
+            return picked, evidence, None
         groups: dict[str, tuple[Analyzer, list[int]]] = {}
         for i, h in enumerate(hits):
             a = self._multi.for_language(h.metadata.get("language"))
             groups.setdefault(a.language, (a, []))[1].append(i)
-        best: tuple[list[_Unit], float] = ([], 0.0)
+        best: tuple[list[_Unit], float, str | None] = ([], 0.0, None)
+
+        def consider(
+            picked: list[_Unit], evidence: float, positions: list[int], across: str | None
+        ) -> None:
+            nonlocal best
+            if picked and (evidence > best[1] or not best[0]):
+                moved = [replace(u, passage=positions[u.passage]) for u in picked]
+                best = (moved, evidence, across)
+            elif not best[0] and evidence > best[1]:
+                best = ([], evidence, across)
+
         for name, (a, positions) in groups.items():
             lang = name.removesuffix(FOLDED_SUFFIX)
-            picked, evidence = self._select(
-                question, [hits[i] for i in positions], a, lang, positions
-            )
-            if picked and (evidence > best[1] or not best[0]):
-                best = ([replace(u, passage=positions[u.passage]) for u in picked], evidence)
-            elif not best[0] and evidence > best[1]:
-                best = ([], evidence)
+            group = [hits[i] for i in positions]
+            consider(*self._select(question, group, a, lang, positions), positions, None)
+        if self._judge is None or best[1] >= self.min_evidence:
+            return best
+        # Nothing answers in words: the groups in another language than the question are
+        # judged on meaning (their units are embedded only on a would-be abstention).
+        for name, (a, positions) in groups.items():
+            code = hits[positions[0]].metadata.get("language")
+            if crosses_language(question, code):
+                group = [hits[i] for i in positions]
+                lang = name.removesuffix(FOLDED_SUFFIX)
+                picked, evidence = self._by_meaning(question, group, a, lang)
+                if picked and evidence > best[1]:
+                    consider(picked, evidence, positions, code)
         return best
+
+    def _by_meaning(
+        self, question: str, hits: Sequence[Hit], analyzer: Analyzer, language: str
+    ) -> tuple[list[_Unit], float]:
+        """The unit most similar in meaning to the question (with what it needs to be
+        understood before it), and that similarity on the evidence's scale."""
+        assert self._judge is not None
+        passages = self._units(question, hits, analyzer, language)[0]
+        candidates = [u for units in passages for u in units if u.factor]
+        i, cosine = self._judge.best(question, [u.shown for u in candidates])
+        if i < 0:
+            return [], 0.0
+        unit = candidates[i]
+        lead = _context_of(unit, passages)
+        return ([lead] if lead is not None else []) + [unit], self._judge.evidence(cosine)
 
     def _question_keys(
         self, question: str, analyzer: Analyzer, language: str

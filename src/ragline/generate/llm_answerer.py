@@ -60,6 +60,7 @@ class LLMAnswerer:
         max_tokens: int = 512,
         native_citations: bool = False,
         analyzer: Any = None,
+        embedder: Any = None,
     ) -> None:
         if unsupported not in UNSUPPORTED_MODES:
             raise ConfigError(
@@ -78,6 +79,7 @@ class LLMAnswerer:
             min_evidence=min_evidence,
             language=language,
             analyzer=analyzer,
+            embedder=embedder,
         )
         self._analyzer = get_analyzer(language)
 
