@@ -331,6 +331,7 @@ def test_eval_qa_reports_answer_and_abstention_metrics(run):
     assert out["answerable"] + out["unanswerable"] == 20
     assert 0.4 <= out["answer_recall"] <= 1.0  # 0.75 measured on 200 questions
     assert out["faithfulness"] == 1.0  # extractive answers quote their sources
+    assert out["model_calls"] == 0 and "tokens_per_s" not in out
     again = json.loads(run(*args, "--limit", "20", "--json").output)
     assert again["passages_added"] == 0 and again["answer_recall"] == out["answer_recall"]
     table = run(*args, "--limit", "3").output

@@ -178,6 +178,11 @@ def test_llm_answerer_gates_marks_drops_and_renumbers():
         chat = OpenAIChat("m", srv.root)
         a = LLMAnswerer(chat, min_evidence=0.3).answer(q, hits)
         assert not a.abstained and a.citations[0].chunk_id == 2
+        # the call's size and time are kept for eval qa's tokens/s
+        reply = "Clean the magnetic filter every six months [2]. It glows in the dark [2]."
+        assert a.completion_tokens == chat.count_tokens(reply) > 0
+        assert a.prompt_tokens and a.prompt_tokens > a.completion_tokens
+        assert a.generation_ms is not None and a.generation_ms > 0
         assert a.text.startswith("Clean the magnetic filter every six months [1].")
         assert "[unsupported]" in a.text and a.grounded_ratio == 0.5
         dropped = LLMAnswerer(chat, min_evidence=0.3, unsupported="drop").answer(q, hits)
@@ -188,6 +193,7 @@ def test_llm_answerer_gates_marks_drops_and_renumbers():
         )
         assert gated.abstained and gated.text == ABSTAIN_SENTENCE
         assert len(srv.requests) == n  # no model call on empty evidence
+        assert gated.generation_ms is None and gated.completion_tokens is None
         assert "before generation" in gated.notes[0]
     with FakeChatServer(lambda m: ABSTAIN_SENTENCE) as srv:
         a = LLMAnswerer(OpenAIChat("m", srv.root), min_evidence=0.3).answer(q, hits)
@@ -244,3 +250,18 @@ def test_citing_a_superseded_version_is_noted():
     with FakeChatServer(lambda m: "Mileage is reimbursed at 45 pence per mile [1].") as srv:
         b = LLMAnswerer(OpenAIChat("m", srv.root), min_evidence=0.0).answer(q, [new, old])
     assert not any("older version" in n for n in b.notes) and b.grounded_ratio == 1.0
+
+
+def test_model_call_metrics():
+    from ragline.evaluate.qa import model_call_metrics
+
+    assert model_call_metrics([{"generation_ms": None}, {}]) == {"model_calls": 0}
+    rows = [
+        {"generation_ms": 2000.0, "prompt_tokens": 300, "completion_tokens": 20},
+        {"generation_ms": 3000.0, "prompt_tokens": 500, "completion_tokens": 30},
+        {"generation_ms": None, "prompt_tokens": None, "completion_tokens": None},  # gated
+    ]
+    m = model_call_metrics(rows)
+    assert m["model_calls"] == 2 and m["prompt_tokens_mean"] == 400.0
+    assert m["completion_tokens_mean"] == 25.0 and m["generation_s_mean"] == 2.5
+    assert m["tokens_per_s"] == 10.0 and m["prompt_and_reply_tokens_per_s"] == 170.0

@@ -401,6 +401,15 @@ def eval_qa(
             f"  {'answer_ms_mean':18} {result['answer_ms_mean']}   agent {agent}: "
             f"{result[f'agent_{agent}']['answer_ms_mean']}"
         )
+    else:
+        click.echo(f"  {'answer_ms_mean':18} {result['answer_ms_mean']}")
+    if result.get("model_calls"):
+        click.echo(
+            f"  model calls {result['model_calls']}: prompt {result['prompt_tokens_mean']} and "
+            f"reply {result['completion_tokens_mean']} tokens on average, "
+            f"{result['generation_s_mean']} s each, {result['tokens_per_s']} generated tokens/s "
+            f"({result['prompt_and_reply_tokens_per_s']} prompt + reply tokens/s)"
+        )
     if explain:
         click.echo(_explain_text({"qa": result}, "qa"))
 

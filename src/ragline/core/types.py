@@ -181,6 +181,10 @@ class Answer:
     claims, techniques skipped for want of a generator, …)."""
     prompt_tokens: int | None = None
     """Size of the prompt the generator read, in its tokens (None: no model call)."""
+    completion_tokens: int | None = None
+    """Size of the model's reply, in its tokens (None: no model call)."""
+    generation_ms: float | None = None
+    """Wall time of the model call: reading the prompt and writing the reply."""
     trace_id: str | None = None
     """Id of the stored trace of this answer (``ragline trace ID``), when traces are on."""
     agent: Mapping[str, Any] | None = None

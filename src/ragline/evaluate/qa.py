@@ -149,6 +149,9 @@ def evaluate_qa(
                 "grounded": a.grounded_ratio,
                 "ms": ms,
                 "trace_id": a.trace_id,
+                "prompt_tokens": a.prompt_tokens,
+                "completion_tokens": a.completion_tokens,
+                "generation_ms": a.generation_ms,
             }
         )
         if on_progress:
@@ -250,4 +253,27 @@ def qa_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "citation_validity": rnd(sum(cites) / len(cites)) if cites else None,
         "faithfulness": rnd(sum(claims) / len(claims)) if claims else None,
         "grounded_ratio": rnd(sum(grounded) / len(grounded)) if grounded else None,
+        **model_call_metrics(rows),
+    }
+
+
+def model_call_metrics(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Model calls and their speed: mean prompt and reply sizes (the generator's tokens)
+    and generated tokens per second of call time (prompt reading included, so it is a
+    lower bound of the decoding speed). Empty for the extractive answerer."""
+    calls = [r for r in rows if r.get("generation_ms") is not None]
+    if not calls:
+        return {"model_calls": 0}
+    seconds = sum(r["generation_ms"] for r in calls) / 1000
+    prompt = [r["prompt_tokens"] for r in calls if r.get("prompt_tokens") is not None]
+    reply = [r["completion_tokens"] or 0 for r in calls]
+    return {
+        "model_calls": len(calls),
+        "prompt_tokens_mean": round(sum(prompt) / len(prompt), 1) if prompt else None,
+        "completion_tokens_mean": round(sum(reply) / len(calls), 1),
+        "generation_s_mean": round(seconds / len(calls), 2),
+        "tokens_per_s": round(sum(reply) / seconds, 2) if seconds > 0 else None,
+        "prompt_and_reply_tokens_per_s": round((sum(prompt) + sum(reply)) / seconds, 1)
+        if seconds > 0
+        else None,
     }

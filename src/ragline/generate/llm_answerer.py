@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -119,9 +120,15 @@ class LLMAnswerer:
             )
         else:
             prompt = build_prompt(question, sources, history=history)
+            t0 = time.perf_counter()
             raw = self.chat.complete(prompt.messages, max_tokens=self.max_tokens)
             return self.finish(
-                question, sources, raw, evidence, prompt_tokens=self._prompt_tokens(prompt)
+                question,
+                sources,
+                raw,
+                evidence,
+                prompt_tokens=self._prompt_tokens(prompt),
+                generation_ms=1000 * (time.perf_counter() - t0),
             )
         return self.finish(question, sources, raw, evidence)
 
@@ -142,6 +149,7 @@ class LLMAnswerer:
         prompt = build_prompt(question, sources, history=history)
         parts: list[str] = []
         clean = StreamSanitizer()
+        t0 = time.perf_counter()
         for piece in self.chat.stream(prompt.messages, max_tokens=self.max_tokens):
             parts.append(piece)
             out = clean.feed(piece)
@@ -151,7 +159,12 @@ class LLMAnswerer:
         if tail:
             yield tail
         yield self.finish(
-            question, sources, "".join(parts), evidence, prompt_tokens=self._prompt_tokens(prompt)
+            question,
+            sources,
+            "".join(parts),
+            evidence,
+            prompt_tokens=self._prompt_tokens(prompt),
+            generation_ms=1000 * (time.perf_counter() - t0),
         )
 
     # -- checking ------------------------------------------------------------------
@@ -163,10 +176,20 @@ class LLMAnswerer:
         evidence: float,
         *,
         prompt_tokens: int | None = None,
+        generation_ms: float | None = None,
     ) -> Answer:
-        """Turn the model's raw reply into a checked :class:`Answer`."""
+        """Turn the model's raw reply into a checked :class:`Answer`, with the call's size
+        and time (``generation_ms``) when known."""
         answer = self._checked(question, sources, raw, evidence)
-        return replace(answer, prompt_tokens=prompt_tokens) if prompt_tokens else answer
+        if prompt_tokens:
+            answer = replace(answer, prompt_tokens=prompt_tokens)
+        if generation_ms is not None:
+            answer = replace(
+                answer,
+                completion_tokens=self.chat.count_tokens(raw),
+                generation_ms=round(generation_ms, 1),
+            )
+        return answer
 
     def _checked(self, question: str, sources: Sequence[Hit], raw: str, evidence: float) -> Answer:
         text = sanitize_output(raw).strip()
