@@ -111,11 +111,11 @@ def test_selective_group_filter_returns_k(fake_index):
     assert len(deep) == 1500
     # On the HNSW index itself (planner steered to it), iterative scan is what returns k rows:
     # with ef_search=10 a plain HNSW scan sees ~10 candidates, of which ~1% are permitted.
-    dim = fake_index.collection.dim
+    col = fake_index.collection
     sql = (
         f"SELECT id FROM chunks c WHERE c.collection_id = %s AND c.tenant = 'default' "
         f"AND (c.groups = '{{}}' OR c.groups && ARRAY['rare']) "
-        f"ORDER BY c.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10"
+        f"ORDER BY {col.indexed_embedding('c.embedding')} <=> {col.as_indexed('%s')} LIMIT 10"
     )
     counts = {}
     for scan in ("off", "relaxed_order"):
@@ -160,3 +160,49 @@ def test_vector_index_uses_the_documented_graph(fake_index):
         f"m='{HNSW_M}'" in definition and f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in definition
     )
     assert (HNSW_M, HNSW_EF_CONSTRUCTION) == (32, 128)
+
+
+@pytest.mark.parametrize("vector_type", ["halfvec", "vector"])
+def test_both_index_types_are_walked_and_scored_exactly(fake_index, vector_type):
+    """New collections index halfvec, collections from before migration 0060 keep their
+    float32 index: each query orders by its own index's expression (the planner uses the
+    index) and the k found are scored on the stored float32 vectors."""
+    from dataclasses import replace
+
+    from ragline.store.collections import NEW_VECTOR_TYPE, vector_index_sql
+    from ragline.store.filters import acl_sql
+    from ragline.store.search import hnsw_sql
+
+    fake_index.ingest_sources(
+        [
+            text_source(f"d{i}", f"D {i}", f"battery charging note {i} number {i * 7}")
+            for i in range(300)
+        ]
+    )
+    assert fake_index.collection.vector_type == NEW_VECTOR_TYPE == "halfvec"
+    col = replace(fake_index.collection, vector_type=vector_type)
+    with fake_index.db.connection() as conn:
+        conn.execute(f"DROP INDEX {col.hnsw_index}")
+        conn.execute(vector_index_sql(col))
+        conn.execute("UPDATE collections SET vector_type = %s WHERE id = %s", (vector_type, col.id))
+    p = Principal("default", ())
+    q = fake_index.embedder.embed_query("battery charging note 17")
+    acl, params = acl_sql(p, "c")
+    with fake_index.db.connection() as conn:
+        conn.execute("ANALYZE chunks")
+        for knob in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            conn.execute(f"SET LOCAL {knob} = off")  # a tiny table: steer to the graph
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN " + hnsw_sql(col, acl), {"cid": col.id, "q": q, "k": 10, **params}
+            )
+        )
+    assert col.hnsw_index in plan
+    got = vector_search(fake_index.db, col, q, p, k=10, exact_below=0)
+    exact = dict(vector_search(fake_index.db, col, q, p, k=300, exact_below=10**9))
+    assert len(got) == 10
+    assert all(abs(score - exact[c]) < 1e-6 for c, score in got)  # float32 scores
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    best = sorted(exact, key=lambda c: -exact[c])[:10]
+    assert len({c for c, _ in got} & set(best)) >= 8

@@ -35,6 +35,9 @@ K1 = 1.2
 B = 0.75
 EXACT_SCAN_BELOW = 2000
 """Filters permitting fewer chunks than this use an exact scan instead of HNSW."""
+EXACT_VISIT_RATIO = 10
+"""Without metadata filters, an exact scan also when permitted rows x their share of the
+index is below this many times k: the graph walk would visit more than it saves."""
 EF_SCALE_FROM = 62_500
 """Graph size from which ``ef_search`` grows with the square root of the collection's
 chunks: a bigger graph needs a wider beam for the same recall. Fitted at 1M chunks
@@ -102,7 +105,6 @@ def vector_search(
     acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
     if k <= 0:
         return []
-    dim = collection.dim
     params = {"cid": collection.id, "q": query_vector, "k": k, "cap": exact_below, **acl_params}
     with db.connection() as conn:
         # The ACL classes know how many chunks the caller may read, and the graph's size.
@@ -117,6 +119,7 @@ def vector_search(
             "WHERE collection_id = %(cid)s" + scope,
             params,
         ).fetchone()
+        permitted, total = int(permitted), int(total)  # sum() is numeric on Citus
         share = permitted / total if total else 1.0  # of the index's rows the caller may read
         if filters is not None:  # metadata filters: count the rows they leave, up to the cap
             # (the ACL share stays the widening: an upper bound of the filtered share)
@@ -125,7 +128,12 @@ def vector_search(
                 "LIMIT %(cap)s) s",
                 params,
             ).fetchone()[0]
-        if permitted < exact_below:
+        # A filtered graph walk visits ~k / share candidates before it has k permitted
+        # ones; an exact scan reads the permitted rows. At 1M chunks and 1 % visibility
+        # (10k rows) the exact scan took p50 47 / 54 ms for k = 10 / 50 against the walk's
+        # 51 / 415 ms (p95 63 / 62 vs 217 / 2,566) on the same, cold-ish server.
+        sparse = filters is None and permitted * share < EXACT_VISIT_RATIO * k
+        if permitted < exact_below or (sparse and exact_below > 0):
             # Few rows: an exact scan is both faster and perfectly accurate. The expression
             # does not match the HNSW index's, so the planner cannot pick the index.
             sql = f"""
@@ -142,14 +150,22 @@ def vector_search(
             ef = min(max(math.ceil(ef / max(share, 1e-3)), k), 1000)
             conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            sql = f"""
+            sql = hnsw_sql(collection, acl)
+        rows = conn.execute(sql, params).fetchall()
+    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
+
+
+def hnsw_sql(collection: Collection, acl: str) -> str:
+    """The graph walk: ordered by the expression of the collection's HNSW index (halfvec
+    for new collections), the k found scored and ordered on the stored float32 vectors."""
+    dim = collection.dim
+    indexed = f"{collection.indexed_embedding('c.embedding')} <=> {collection.as_indexed('%(q)s')}"
+    return f"""
             SELECT id, dist FROM (
                 SELECT c.id, c.embedding::vector({dim}) <=> %(q)s::vector({dim}) AS dist FROM chunks c
                 WHERE c.collection_id = %(cid)s AND {acl}
-                ORDER BY c.embedding::vector({dim}) <=> %(q)s::vector({dim}) LIMIT %(k)s
+                ORDER BY {indexed} LIMIT %(k)s
             ) s ORDER BY dist, id"""
-        rows = conn.execute(sql, params).fetchall()
-    return [(int(r[0]), 1.0 - float(r[1])) for r in rows]
 
 
 _HIT_SQL = """

@@ -108,7 +108,8 @@ def list_versions(db: Database, name: str) -> list[IndexVersion]:
         ).fetchone()
     if r is None:
         return []
-    return [IndexVersion(name, 1, _row(r[:6]), "active", {}, r[6], r[6], r[6])]
+    n = len(_COLS.split(","))
+    return [IndexVersion(name, 1, _row(r[:n]), "active", {}, r[n], r[n], r[n])]
 
 
 def get_version(db: Database, name: str, version: int) -> IndexVersion:
