@@ -125,7 +125,9 @@ class MiniLMEmbedder:
             return np.zeros((0, DIM), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
-        return embed_longest_first(texts, DIM, self.batch_size, self._embed_batch)
+        return embed_longest_first(
+            texts, DIM, self.batch_size, self._embed_batch, max_chars=4 * MAX_TOKENS
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()

@@ -344,7 +344,11 @@ class OnnxDirEmbedder:
         self.calls += 1
         self.texts_embedded += len(texts)
         return embed_longest_first(
-            [self.document_prompt + t for t in texts], self.dim, self.batch_size, self._embed_batch
+            [self.document_prompt + t for t in texts],
+            self.dim,
+            self.batch_size,
+            self._embed_batch,
+            max_chars=4 * self.max_tokens,
         )
 
     def embed_query(self, text: str) -> np.ndarray:
