@@ -47,10 +47,17 @@ def collapse(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def load() -> list[dict]:
-    return [
-        json.loads(line) for line in (HERE / "questions.jsonl").read_text().splitlines() if line
-    ]
+def load(name: str = "questions.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (HERE / name).read_text().splitlines() if line]
+
+
+def ask(rows, answerers, hits, text: str, q: dict, lang: str, variant: str) -> None:
+    """Every answerer's answer to ``text`` from ``hits``, scored into ``rows``."""
+    for name, a in answerers.items():
+        r = score(a.answer(text, hits), q)
+        r["answerable"] = q["answerable"]
+        rows[name, lang, variant].append(r)
+        rows[name, "all", variant].append(r)
 
 
 def holds(hit, relevant: list[dict]) -> bool:
@@ -90,26 +97,18 @@ def main(argv: list[str] | None = None) -> int:
             variants.append(("no accents", unaccented(q["question"])))
         for variant, text in variants:
             hits = idx.search(text, k=5, mode="bm25")
-            for name, a in answerers.items():
-                r = score(a.answer(text, hits), q)
-                r["answerable"] = q["answerable"]
-                rows[name, q["language"], variant].append(r)
-                rows[name, "all", variant].append(r)
+            ask(rows, answerers, hits, text, q, q["language"], variant)
     idx.close()
     return report(rows, args.json)
 
 
 def crosslingual(data_dir: str) -> dict[tuple[str, str, str], list[dict]]:
-    from ragline.ingest.sources import file_source
-
     rows: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-    translated = [
-        json.loads(line) for line in (HERE / "crosslingual.jsonl").read_text().splitlines() if line
-    ]
+    translated = load("crosslingual.jsonl")
     for lang in ("hu", "cs", "nl", "uk"):
         idx = ragline.open(data_dir, collection=f"golden17-e5-{lang}", embedder="e5")
         if not idx.documents():
-            idx.ingest_sources(file_source(p) for p in sorted((HERE / "docs" / lang).glob("*.md")))
+            idx.ingest_sources(_sources(lang))
         answerers = {
             "before": ExtractiveAnswerer(language=idx.settings.language, analyzer=idx.analyzer),
             "after": ExtractiveAnswerer(
@@ -120,11 +119,7 @@ def crosslingual(data_dir: str) -> dict[tuple[str, str, str], list[dict]]:
         asked += [("as written", q) for q in load() if q["language"] == lang]
         for variant, q in asked:
             hits = idx.search(q["question"], k=5, mode="hybrid")
-            for name, a in answerers.items():
-                r = score(a.answer(q["question"], hits), q)
-                r["answerable"] = q["answerable"]
-                rows[name, lang, variant].append(r)
-                rows[name, "all", variant].append(r)
+            ask(rows, answerers, hits, q["question"], q, lang, variant)
         idx.close()
     return rows
 
@@ -155,10 +150,10 @@ def report(rows: dict[tuple[str, str, str], list[dict]], as_json: bool) -> int:
     return 0
 
 
-def _sources():
+def _sources(lang: str = "*"):
     from ragline.ingest.sources import file_source
 
-    for path in sorted((HERE / "docs").glob("*/*.md")):
+    for path in sorted((HERE / "docs").glob(f"{lang}/*.md")):
         yield file_source(path)
 
 

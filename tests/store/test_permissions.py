@@ -115,7 +115,7 @@ def test_selective_group_filter_returns_k(fake_index):
     sql = (
         f"SELECT id FROM chunks c WHERE c.collection_id = %s AND c.tenant = 'default' "
         f"AND (c.groups = '{{}}' OR c.groups && ARRAY['rare']) "
-        f"ORDER BY {col.indexed_embedding('c.embedding')} <=> {col.as_indexed('%s')} LIMIT 10"
+        f"ORDER BY {col.as_indexed('c.embedding')} <=> {col.as_indexed('%s')} LIMIT 10"
     )
     counts = {}
     for scan in ("off", "relaxed_order"):

@@ -319,9 +319,9 @@ class ExtractiveAnswerer:
         passages were judged on the embedding if they decided. Each passage is read in
         its own document's language as the BM25 leg read it (stems, accents folded): with
         a collection analyzer, the hits are grouped by language, the question analyzed in
-        each group's language, and the group with the best evidence answers. A group in
-        another language than the question is also judged on meaning (:mod:`.semantic`),
-        where the collection's embedder allows."""
+        each group's language, and the group with the best evidence answers. When none
+        reaches ``min_evidence``, the groups in another language than the question are
+        judged on meaning (:mod:`.semantic`), where the collection's embedder allows."""
         if self._multi is None or not hits:
             picked, evidence = self._select(
                 question, hits, self._analyzer, self.language, range(len(hits))

@@ -41,14 +41,11 @@ class Collection:
     def hnsw_index(self) -> str:
         return f"chunks_hnsw_{self.id}"
 
-    def indexed_embedding(self, column: str = "embedding") -> str:
-        """The expression the HNSW index is built on; a query must order by the same one
-        (with :meth:`as_indexed` on the other side) for the planner to use the index."""
-        return f"{column}::{self.vector_type}({self.dim})"
-
-    def as_indexed(self, value: str) -> str:
-        """``value`` (a query parameter) cast to the index's type."""
-        return f"{value}::{self.vector_type}({self.dim})"
+    def as_indexed(self, expr: str) -> str:
+        """``expr`` (a column or a query parameter) cast to the type the HNSW index reads:
+        the index is built on ``as_indexed("embedding")``, and a query must order by the
+        same expression, against ``as_indexed`` of its vector, for the planner to use it."""
+        return f"{expr}::{self.vector_type}({self.dim})"
 
 
 def _row(r: Any) -> Collection:
@@ -133,7 +130,7 @@ def vector_index_sql(col: Collection, *, concurrently: bool = False) -> str:
     how = "CONCURRENTLY IF NOT EXISTS" if concurrently else "IF NOT EXISTS"
     return (
         f"CREATE INDEX {how} {col.hnsw_index} ON chunks USING hnsw "
-        f"(({col.indexed_embedding()}) {col.vector_type}_cosine_ops) "
+        f"(({col.as_indexed('embedding')}) {col.vector_type}_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
         f"WHERE collection_id = {col.id}"
     )

@@ -11,7 +11,8 @@ posting (:mod:`ragline.store.bm25_topk`, over the blocks of :mod:`ragline.store.
 
 Vector: cosine distance on the collection's partial HNSW index with
 ``hnsw.iterative_scan = relaxed_order`` (so a filtered query still returns k rows) and a
-per-query ``hnsw.ef_search`` (grown with the graph's size and the caller's share of it); when the permitted rows are few, an exact scan instead.
+per-query ``hnsw.ef_search`` (grown with the graph's size and the caller's share of it);
+when the permitted rows are few, an exact scan instead.
 The vector leg applies :func:`ragline.store.filters.acl_sql` inside its WHERE clause.
 """
 
@@ -101,7 +102,10 @@ def vector_search(
     include_history: bool = False,
     filters: Filters | None = None,
 ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) of the ``k`` nearest permitted chunks, best first."""
+    """(chunk id, cosine similarity) of the ``k`` nearest permitted chunks, best first.
+    Fewer than ``exact_below`` permitted rows, or few enough that a graph walk would visit
+    far more (:data:`EXACT_VISIT_RATIO`), are scanned exactly; ``exact_below=0`` always
+    walks the graph."""
     acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
     if k <= 0:
         return []
@@ -146,7 +150,7 @@ def vector_search(
             # (recall@10 at 30 % visibility: 0.941 at a flat ef_search of 100), after
             # scaling it to the graph's size. pgvector caps ef_search at 1000; iterative
             # scan still returns k rows beyond it.
-            ef = scaled_ef_search(ef_search, int(total))
+            ef = scaled_ef_search(ef_search, total)
             ef = min(max(math.ceil(ef / max(share, 1e-3)), k), 1000)
             conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -159,7 +163,7 @@ def hnsw_sql(collection: Collection, acl: str) -> str:
     """The graph walk: ordered by the expression of the collection's HNSW index (halfvec
     for new collections), the k found scored and ordered on the stored float32 vectors."""
     dim = collection.dim
-    indexed = f"{collection.indexed_embedding('c.embedding')} <=> {collection.as_indexed('%(q)s')}"
+    indexed = f"{collection.as_indexed('c.embedding')} <=> {collection.as_indexed('%(q)s')}"
     return f"""
             SELECT id, dist FROM (
                 SELECT c.id, c.embedding::vector({dim}) <=> %(q)s::vector({dim}) AS dist FROM chunks c
