@@ -40,6 +40,7 @@ def _as_server_user() -> dict:
 
 def _chown(path: Path) -> None:
     if os.geteuid() == 0:
+        _as_server_user()  # on a fresh machine the user does not exist yet
         shutil.chown(path, "embedded_postgres", "embedded_postgres")
 
 
