@@ -40,8 +40,8 @@ def _as_server_user() -> dict:
 
 def _chown(path: Path) -> None:
     if os.geteuid() == 0:
-        _as_server_user()  # on a fresh machine the user does not exist yet
-        shutil.chown(path, "embedded_postgres", "embedded_postgres")
+        user = _as_server_user()["user"]  # creates it on a fresh machine
+        shutil.chown(path, user, user)
 
 
 def citus_missing() -> str | None:
