@@ -134,7 +134,7 @@ def test_same_results_as_one_server(pg_url, schema, citus, citus_schema, tmp_pat
             assert len(rep.updated) == 1 and len(rep.deleted) == 1
         _assert_same(single, cluster, "sync")
 
-        # delete and purge (the purge's file rewrite is covered on one server)
+        # delete and purge (the file rewrite: tests/cluster/test_erasure.py)
         victims = [d for d in world if d[1] == "globex"][:2]
         for idx in (single, cluster):
             assert idx.delete(victims[0][0], tenant="globex") >= 1

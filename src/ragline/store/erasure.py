@@ -17,6 +17,12 @@ holds an exclusive lock on each table while it runs (queries wait; see
 ``bench/README.md``). What this cannot reach is reported in the result: WAL segments kept
 for archiving or replication, WAL recycled on a server with ``wal_recycle = on``, and
 freed disk blocks (the file system may keep them until reused).
+
+On a Citus coordinator (:mod:`ragline.store.distribution`) the rows live in the workers'
+shards: ``VACUUM (FULL)`` of a distributed table is propagated by Citus to every shard, and
+the WAL step runs on every worker as well (``run_command_on_workers``), each worker's
+settings checked as the coordinator's are; a worker that cannot be reached is named in the
+result, its segments kept.
 """
 
 from __future__ import annotations
@@ -98,11 +104,7 @@ def erase_dead_rows(
     with db.connection() as conn:
         conn.autocommit = True
         try:
-            present = conn.execute(
-                "SELECT t, pg_total_relation_size(to_regclass(t)) FROM unnest(%s::text[]) t "
-                "WHERE to_regclass(t) IS NOT NULL",
-                (list(tables),),
-            ).fetchall()
+            present = conn.execute(_SIZES[db.distributed], (list(tables),)).fetchall()
             size = sum(int(r[1]) for r in present)
             if max_bytes is not None and size > max_bytes:
                 out.update(
@@ -117,9 +119,22 @@ def erase_dead_rows(
                 conn.execute(f"VACUUM (FULL) {table}")
                 out["rewritten"].append(table)
             out["wal"] = _move_wal_on(conn)
+            if db.distributed:
+                out["wal"] = _merge_wal(out["wal"], _move_wal_on_workers(conn))
         finally:
             conn.autocommit = False
     return out
+
+
+_SIZES = {
+    False: "SELECT t, pg_total_relation_size(to_regclass(t)) FROM unnest(%s::text[]) t "
+    "WHERE to_regclass(t) IS NOT NULL",
+    # a distributed table's rows are in its shards: the coordinator's table is empty
+    True: "SELECT t, CASE WHEN EXISTS (SELECT 1 FROM pg_dist_partition p "
+    "WHERE p.logicalrelid = to_regclass(t)) THEN citus_total_relation_size(to_regclass(t)) "
+    "ELSE pg_total_relation_size(to_regclass(t)) END FROM unnest(%s::text[]) t "
+    "WHERE to_regclass(t) IS NOT NULL",
+}
 
 
 def _move_wal_on(conn: Any) -> str:
@@ -144,6 +159,51 @@ def _move_wal_on(conn: Any) -> str:
     if slots:
         notes.append(f"{slots} replication slot(s) may hold old segments")
     return "removed" if not notes else "kept: " + "; ".join(notes)
+
+
+_WORKER_CHECKS = (
+    (
+        "SHOW wal_recycle",
+        lambda v: v == "on",
+        "wal_recycle is on: recycled segments keep the bytes",
+    ),
+    ("SHOW archive_mode", lambda v: v != "off", "archive_mode is on: archived WAL keeps the bytes"),
+    (
+        "SELECT count(*) FROM pg_replication_slots",
+        lambda v: v not in ("0", ""),
+        "replication slot(s) may hold old segments",
+    ),
+)
+
+
+def _move_wal_on_workers(conn: Any) -> list[str]:
+    """The WAL step on every Citus worker; what each worker keeps ([] when none does)."""
+    notes: dict[str, list[str]] = {}
+
+    def on_workers(command: str) -> list[tuple[str, bool, str]]:
+        rows = conn.execute(
+            "SELECT nodename, nodeport, success, result FROM run_command_on_workers(%s)",
+            (command,),
+        ).fetchall()
+        return [(f"{r[0]}:{r[1]}", bool(r[2]), str(r[3] or "")) for r in rows]
+
+    for _ in range(2):
+        for command in ("SELECT pg_switch_wal()", "CHECKPOINT"):
+            for node, ok, result in on_workers(command):
+                if not ok:
+                    notes.setdefault(node, []).append(f"{command} failed ({result.strip()})")
+    for command, keeps, why in _WORKER_CHECKS:
+        for node, ok, result in on_workers(command):
+            if ok and keeps(result.strip()):
+                notes.setdefault(node, []).append(why)
+    return [f"worker {node}: {', '.join(dict.fromkeys(n))}" for node, n in notes.items()]
+
+
+def _merge_wal(coordinator: str, workers: list[str]) -> str:
+    if not workers:
+        return coordinator
+    kept = [] if coordinator == "removed" else [coordinator.removeprefix("kept: ")]
+    return "kept: " + "; ".join(kept + workers)
 
 
 def purge_everywhere(
