@@ -16,7 +16,9 @@ class FakeEmbedder:
     dim = 64
     max_tokens = 256  # like MiniLM: chunk size defaults to the embedder limit
 
-    def __init__(self) -> None:
+    def __init__(self, dim: int | None = None) -> None:
+        if dim is not None and dim != FakeEmbedder.dim:  # another model, as far as ragline knows
+            self.dim, self.model_id = dim, f"fake-hash-{dim}"
         self.calls = 0
         self.texts_embedded = 0
 

@@ -1,8 +1,8 @@
 """A `ragline worker` with the deterministic fake embedder, slowed down so a test can kill it
 mid-task: ``python -m tests.ingest.queue_worker URL SCHEMA NAME STALE_AFTER SLEEP_S
-[drain|wait] [BATCH_CHUNKS] [fake|minilm]`` (bench/cluster.py runs it with a real batch
-size, and with the MiniLM model). The same Worker class `ragline worker` runs; only the
-embedder differs."""
+[drain|wait] [BATCH_CHUNKS] [fake|fake-DIM|minilm]`` (bench/cluster.py runs it with a real
+batch size, with vectors of the default model's dimension, and with MiniLM). The same
+Worker class `ragline worker` runs; only the embedder differs."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from tests.fakes import FakeEmbedder
 
 
 class SlowEmbedder(FakeEmbedder):
-    def __init__(self, sleep_s: float) -> None:
-        super().__init__()
+    def __init__(self, sleep_s: float, dim: int | None = None) -> None:
+        super().__init__(dim)
         self.sleep_s = sleep_s
 
     def embed_documents(self, texts):
@@ -33,7 +33,9 @@ def main() -> None:
 
         embedder = MiniLMEmbedder(threads=1)
     else:
-        embedder = SlowEmbedder(float(sleep_s))
+        kind = sys.argv[8] if len(sys.argv) > 8 else "fake"
+        dim = int(kind.removeprefix("fake-")) if kind.startswith("fake-") else None
+        embedder = SlowEmbedder(float(sleep_s), dim)
     index = make_index(url, schema, embedder=embedder, ingest_batch_chunks=batch)
     worker = Worker(index.db, lambda _c: index, name=name, stale_after=float(stale), poll_s=0.2)
     print("ready", flush=True)
