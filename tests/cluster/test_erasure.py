@@ -90,7 +90,7 @@ def test_a_worker_that_keeps_wal_is_named(citus, citus_schema) -> None:
     try:
         wal = erase_dead_rows(idx.db)["wal"]
         assert wal.startswith("kept: "), wal
-        assert f"worker 127.0.0.1:{worker.port}: replication slot" in wal, wal
+        assert f"worker 127.0.0.1:{worker.port}: 1 replication slot(s)" in wal, wal
         assert str(citus.workers[1].port) not in wal, wal
     finally:
         worker.sql("SELECT pg_drop_replication_slot(%s)", (slot,))

@@ -137,47 +137,50 @@ _SIZES = {
 }
 
 
+_WAL_STEPS = ("SELECT pg_switch_wal()", "CHECKPOINT") * 2
+"""Twice: the second round retires the segment the first one closed."""
+
+_WAL_KEEPERS = (
+    (
+        "SHOW wal_recycle",
+        lambda v: v == "on",
+        lambda v: "wal_recycle is on: recycled segments keep the bytes until overwritten",
+    ),
+    (
+        "SHOW archive_mode",
+        lambda v: v != "off",
+        lambda v: f"archive_mode is {v}: archived WAL copies keep the bytes",
+    ),
+    (
+        "SELECT count(*) FROM pg_replication_slots",
+        lambda v: v not in ("0", ""),
+        lambda v: f"{v} replication slot(s) may hold old segments",
+    ),
+)
+"""What keeps old WAL segments on a server: (query, whether its value keeps them, why)."""
+
+
 def _move_wal_on(conn: Any) -> str:
     import psycopg
 
     try:
-        for _ in range(2):  # the second round retires the segment the first one closed
-            conn.execute("SELECT pg_switch_wal()")
-            conn.execute("CHECKPOINT")
+        for command in _WAL_STEPS:
+            conn.execute(command)
     except psycopg.Error as exc:  # not superuser (or pg_checkpoint + switch rights)
         return (
             "kept: could not switch and checkpoint the WAL "
             f"({str(exc).strip()}); old segments keep the purged bytes until recycled"
         )
     notes = []
-    if conn.execute("SHOW wal_recycle").fetchone()[0] == "on":
-        notes.append("wal_recycle is on: recycled segments keep the bytes until overwritten")
-    archive = conn.execute("SHOW archive_mode").fetchone()[0]
-    if archive != "off":
-        notes.append(f"archive_mode is {archive}: archived WAL copies keep the bytes")
-    slots = conn.execute("SELECT count(*) FROM pg_replication_slots").fetchone()[0]
-    if slots:
-        notes.append(f"{slots} replication slot(s) may hold old segments")
+    for query, keeps, why in _WAL_KEEPERS:
+        value = str(conn.execute(query).fetchone()[0])
+        if keeps(value):
+            notes.append(why(value))
     return "removed" if not notes else "kept: " + "; ".join(notes)
 
 
-_WORKER_CHECKS = (
-    (
-        "SHOW wal_recycle",
-        lambda v: v == "on",
-        "wal_recycle is on: recycled segments keep the bytes",
-    ),
-    ("SHOW archive_mode", lambda v: v != "off", "archive_mode is on: archived WAL keeps the bytes"),
-    (
-        "SELECT count(*) FROM pg_replication_slots",
-        lambda v: v not in ("0", ""),
-        "replication slot(s) may hold old segments",
-    ),
-)
-
-
 def _move_wal_on_workers(conn: Any) -> list[str]:
-    """The WAL step on every Citus worker; what each worker keeps ([] when none does)."""
+    """:func:`_move_wal_on` on every Citus worker; what each worker keeps ([] when none)."""
     notes: dict[str, list[str]] = {}
 
     def on_workers(command: str) -> list[tuple[str, bool, str]]:
@@ -185,17 +188,16 @@ def _move_wal_on_workers(conn: Any) -> list[str]:
             "SELECT nodename, nodeport, success, result FROM run_command_on_workers(%s)",
             (command,),
         ).fetchall()
-        return [(f"{r[0]}:{r[1]}", bool(r[2]), str(r[3] or "")) for r in rows]
+        return [(f"{r[0]}:{r[1]}", bool(r[2]), str(r[3] or "").strip()) for r in rows]
 
-    for _ in range(2):
-        for command in ("SELECT pg_switch_wal()", "CHECKPOINT"):
-            for node, ok, result in on_workers(command):
-                if not ok:
-                    notes.setdefault(node, []).append(f"{command} failed ({result.strip()})")
-    for command, keeps, why in _WORKER_CHECKS:
+    for command in _WAL_STEPS:
         for node, ok, result in on_workers(command):
-            if ok and keeps(result.strip()):
-                notes.setdefault(node, []).append(why)
+            if not ok:
+                notes.setdefault(node, []).append(f"{command} failed ({result})")
+    for query, keeps, why in _WAL_KEEPERS:
+        for node, ok, value in on_workers(query):
+            if ok and keeps(value):
+                notes.setdefault(node, []).append(why(value))
     return [f"worker {node}: {', '.join(dict.fromkeys(n))}" for node, n in notes.items()]
 
 
