@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from ragline.store import bm25_codec as codec
 from ragline.store.bm25_topk import BlockMeta, TermStats, Work, _Accumulator, top_k
+from ragline.store.bm25_write import encode_forward, forward_index, forward_postings
 
 
 class MemorySource:
@@ -39,6 +40,13 @@ class MemorySource:
                 for blk in codec.cut_blocks(ids, tfs, dls):
                     self.lists.setdefault(term, []).append((lst, *blk))
         self.reads = 0
+        self.forward_rows = 0
+        self.docs: dict[int, dict[str, int]] = {}
+        self.dls: dict[int, int] = {}
+        for (_lst, term), posts in lists.items():
+            for cid, tf, dl in posts:
+                self.docs.setdefault(cid, {})[term] = tf
+                self.dls[cid] = dl
 
     def postings(self, terms):
         out = {}
@@ -62,6 +70,15 @@ class MemorySource:
                     min_dl=np.array([b[5] for b in blks]),
                 )
         return out
+
+    def forward(self, ids, terms):
+        """From each chunk's own terms, encoded and decoded as the chunks table holds them."""
+        rows = [
+            (int(i), self.dls[int(i)], *encode_forward(*forward_index(self.docs[int(i)])))
+            for i in ids
+        ]
+        self.forward_rows += len(rows)
+        return forward_postings(rows, terms)
 
     def blocks(self, wanted):
         out = {}
@@ -184,6 +201,70 @@ def test_filtered_top_k_equals_filter_then_score(seed, n_docs, k, keep):
         _check(got, ref)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    cost=st.sampled_from([0.0, 1e12]),
+    seed=st.integers(0, 10**9),
+    n_docs=st.integers(1, 1500),
+    k=st.sampled_from([1, 10]),
+)
+def test_forward_and_block_scoring_agree(cost, seed, n_docs, k):
+    """Scoring the candidates from their own term lists (always, or never) gives the
+    exhaustive top k, unfiltered and filtered (one list per round, so that lists are left
+    for the candidate phase even in small worlds)."""
+    import ragline.store.bm25_topk as topk
+
+    old = topk.FORWARD_COST, topk.SMALL_LIST
+    topk.FORWARD_COST, topk.SMALL_LIST = cost, 0
+    work = Work()  # the candidate phase runs (seeds by row either way)
+    try:
+        rng, words, weights, docs, lists = _world(seed, n_docs, 300, 2)
+        src = _source(docs, lists, 2)
+        allowed = {c for c in docs if rng.random() < 0.5}
+
+        def verify(ids):
+            return np.array([int(i) in allowed for i in ids], dtype=bool)
+
+        for _ in range(3):
+            query = rng.choices(words, weights, k=rng.randint(1, 12))
+            ref, n, avgdl, _ = reference(docs, query, k)
+            _check(top_k(_stats(docs, query), n, avgdl, k, src, work=work), ref)
+            ref, n, avgdl, _ = reference(docs, query, k, allowed=allowed)
+            _check(top_k(_stats(docs, query), n, avgdl, k, src, verify=verify, work=work), ref)
+    finally:
+        topk.FORWARD_COST, topk.SMALL_LIST = old
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(
+        st.dictionaries(
+            st.sampled_from(["a", "ab", "b", "ba", "abc", "cab", "é", "éa", "жук", "x1"]),
+            st.integers(1, 40000),
+            max_size=8,
+        ),
+        max_size=12,
+    ),
+    query=st.lists(st.sampled_from(["a", "ab", "b", "abc", "é", "жук", "zz"]), max_size=5),
+)
+def test_forward_postings_equal_decoding_each_row(rows, query):
+    """Terms found by substring search in the joined rows are exactly each row's own (no
+    term matched inside another, at a row's edge or across rows), with its tf and dl."""
+    table = [
+        (10 + 3 * i, 100 + i, *encode_forward(*forward_index(terms)))
+        for i, terms in enumerate(rows)
+    ]
+    got = forward_postings(table, list(dict.fromkeys(query)))
+    for t in dict.fromkeys(query):
+        want = [
+            (10 + 3 * i, min(terms[t], 32767), 100 + i)
+            for i, terms in enumerate(rows)
+            if t in terms
+        ]
+        have = list(zip(*(a.tolist() for a in got[t]))) if t in got else []
+        assert have == want
+
+
 def test_pruning_reads_a_fraction_of_the_postings():
     """A long query over a skewed corpus: the common terms' lists are not read whole (only
     the rare terms are; the common ones only in the blocks that can hold a candidate)."""
@@ -195,6 +276,7 @@ def test_pruning_reads_a_fraction_of_the_postings():
     got = top_k(_stats(docs, query), n, avgdl, 10, src, work=work)
     _check(got, ref)
     assert work.full_terms == 3 and work.postings < 0.8 * work.postings_total, work
+    assert 0 < work.forward < 0.01 * work.postings_total, work  # the last candidates by row
 
 
 def test_codec_round_trip_and_widths():

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import bm25_codec as codec
+from . import params
 from .bm25_topk import BlockMeta, Postings, TermStats, Work, top_k
-from .bm25_write import Changes, IndexedChunks, decode_forward
+from .bm25_write import Changes, IndexedChunks, decode_forward, forward_postings
 
 if TYPE_CHECKING:
     from ..core.filters import Filters
@@ -179,6 +180,14 @@ class _DbSource:
             except KeyError as e:
                 raise RuntimeError(f"BM25 block {t}/{e} is missing under the snapshot") from None
         return out
+
+    def forward(self, ids: np.ndarray, terms: Sequence[str]) -> dict[str, Postings]:
+        rows = self.conn.execute(
+            "SELECT id, n_terms, terms, tfs FROM chunks WHERE tenant = %s AND id = ANY(%s::int8[])",
+            (self.tenant, params.ints(ids.tolist())),
+            binary=True,
+        ).fetchall()
+        return forward_postings(rows, terms)
 
 
 def search(

@@ -86,6 +86,12 @@ class PostingSource(Protocol):
         concatenated in that order (one round trip for all the terms)."""
         ...
 
+    def forward(self, ids: np.ndarray, terms: Sequence[str]) -> dict[str, Postings]:
+        """For the chunks ``ids`` (sorted; each one the lists above returned), the postings
+        of ``terms`` among them, read from each chunk's own term list (the forward index;
+        one round trip)."""
+        ...
+
 
 @dataclass
 class Work:
@@ -100,6 +106,8 @@ class Work:
     blocks: int = 0
     candidates: int = 0
     verified: int = 0
+    forward: int = 0
+    """Candidates scored from their own term lists instead of the lists' blocks."""
     rounds: int = 0
     detail: dict[str, int] = field(default_factory=dict)
 
@@ -140,6 +148,25 @@ DENSE_PER_POSTING = 32
 """... and while the range is at most this many ids per posting the query may read (a
 reader who sees 1 % of a collection reads a few sparse lists: sorting them is cheaper than
 a pass over the whole range)."""
+
+
+FORWARD_COST = 40
+"""What scoring one candidate from its own term list costs, in postings read from blocks
+(a row fetched by id and its terms searched, against decoding and scoring postings):
+once the candidates left are fewer than the postings their blocks hold / this, the rest of
+the query reads the candidates' rows instead of the blocks."""
+SEEDS = 64
+"""Candidates scored exactly first (those with the best bounds), whose k-th best score
+lifts θ before the candidates are pruned."""
+
+
+def _block_cost(meta: BlockMeta, candidates: int) -> float:
+    """Postings expected in the blocks of a list that hold one of ``candidates`` chunks
+    spread over it: a block holds none with probability (1 - 1/blocks)^candidates."""
+    blocks = len(meta.n)
+    if blocks == 0 or candidates == 0:
+        return 0.0
+    return float(meta.n.sum()) * -math.expm1(-candidates / blocks)
 
 
 def _dense_ok(lo: int, hi: int, postings: int) -> bool:
@@ -457,29 +484,52 @@ def top_k(
         alive = total >= theta - EPS
         cand_ids, cand, bounds, total = cand_ids[alive], cand[alive], bounds[:, alive], total[alive]
 
+        def from_forward(ids_: np.ndarray, js: Sequence[int], acc_: np.ndarray) -> np.ndarray:
+            """``acc_`` plus the exact scores of the terms ``rest[js]`` for the chunks ``ids_``
+            (sorted), from the chunks' own term lists, added term by term in that order
+            (as the blocks' contributions are: the same sums to the bit)."""
+            got = source.forward(ids_, [rest[j].term for j in js])
+            work.rounds += 1
+            work.forward += len(ids_)
+            for j in js:
+                pids, tfs, dls = got.get(rest[j].term, (np.empty(0, np.int64),) * 3)
+                part = np.zeros(len(ids_), dtype=np.float64)
+                part[np.searchsorted(ids_, pids)] = idfs[rest[j].term] * _tf_part(
+                    tfs, dls, avgdl, k1, b
+                )
+                acc_ = acc_ + part
+            return acc_
+
         if verify is None and len(cand_ids) > k:
-            seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[:k]])
-            exact = cand[np.searchsorted(cand_ids, seeds)].copy()
-            seed_blocks = {j: np.flatnonzero(covers[j].find(seeds)[1]) for j in range(len(rest))}
-            read(seed_blocks)
-            for j in seed_blocks:
-                exact += contribution(j, seeds)
+            seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[: max(k, SEEDS)]])
+            exact = from_forward(
+                seeds, range(len(rest)), cand[np.searchsorted(cand_ids, seeds)].copy()
+            )
             theta = max(theta, _kth(exact, k))
             alive = total >= theta - EPS
             cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
 
-        where = (
-            _Positions(
-                min([int(cand_ids[0])] + [int(metas[s.term].first.min()) for s in rest]),
-                max([int(cand_ids[-1])] + [int(metas[s.term].last.max()) for s in rest]),
-                sum(s.df for s in rest),
-            )
-            if len(cand_ids)
-            else None
-        )
+        where: _Positions | None = None
         for j, s in enumerate(rest):
-            if len(cand_ids) == 0 or where is None:
+            if len(cand_ids) == 0:
                 break
+            if len(cand_ids) * FORWARD_COST < sum(
+                _block_cost(metas[r.term], len(cand_ids)) for r in rest[j:]
+            ):
+                # few candidates left: their own rows cost less than the lists' blocks
+                cand = from_forward(cand_ids, range(j, len(rest)), cand)
+                bounds[j:] = 0.0
+                if verify is None:
+                    theta = max(theta, _kth(cand, k))
+                alive = cand >= theta - EPS
+                cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+                break
+            if where is None:
+                where = _Positions(
+                    min([int(cand_ids[0])] + [int(metas[r.term].first.min()) for r in rest]),
+                    max([int(cand_ids[-1])] + [int(metas[r.term].last.max()) for r in rest]),
+                    sum(r.df for r in rest),
+                )
             where.set(cand_ids)
             _, needed = covers[j].find(cand_ids)
             which = np.flatnonzero(needed)

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import bm25_codec as codec
 from . import params
+from .bm25_topk import Postings
 
 COMPACT_AT = 8
 """A list's small blocks are merged once it has this many."""
@@ -80,6 +81,43 @@ def encode_forward(terms: Sequence[str], tfs: Sequence[int]) -> tuple[str, bytes
 
 def decode_forward(terms: str, tfs: bytes | memoryview) -> tuple[list[str], list[int]]:
     return (terms.split(" ") if terms else []), np.frombuffer(tfs, dtype=">u2").tolist()
+
+
+def forward_postings(rows: Sequence[Any], terms: Sequence[str]) -> dict[str, Postings]:
+    """The postings of ``terms`` among the chunks of forward-index ``rows`` ``(id, dl,
+    terms, tfs)`` (sorted by id): what their lists hold for those chunks.
+
+    Array work, not a loop over rows: every row's terms go into one byte string (a row
+    " t1 t2 … ", rows separated by newlines, which no term holds), each query term is found
+    in it by substring search, and the term's position in its row (its tf's index) is the
+    count of spaces between the row's start and the hit."""
+    if not rows:
+        return {}
+    n = len(rows)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+    dls = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+    big = "\n".join([f" {r[2]} " for r in rows]).encode()
+    tf_all = np.frombuffer(b"".join([bytes(r[3]) for r in rows]), dtype=">u2")
+    n_terms = np.fromiter((len(r[3]) // 2 for r in rows), dtype=np.int64, count=n)
+    tf_start = np.concatenate(([0], np.cumsum(n_terms)[:-1]))
+    chars = np.frombuffer(big, dtype=np.uint8)
+    spaces = np.flatnonzero(chars == 32)
+    row_start = np.concatenate(([0], np.flatnonzero(chars == 10) + 1))
+    spaces_before_row = np.searchsorted(spaces, row_start)
+    out: dict[str, Postings] = {}
+    for t in terms:
+        pat = f" {t} ".encode()
+        hits, at = [], big.find(pat)
+        while at >= 0:
+            hits.append(at)
+            at = big.find(pat, at + 1)
+        if not hits:
+            continue
+        offs = np.array(hits, dtype=np.int64)
+        row = np.searchsorted(row_start, offs, side="right") - 1
+        pos = np.searchsorted(spaces, offs) - spaces_before_row[row]
+        out[t] = (ids[row], tf_all[tf_start[row] + pos].astype(np.int64), dls[row])
+    return out
 
 
 def forward_rows(conn: Any, tenant: str, *, document_ids: Sequence[int]) -> list[Any]:
