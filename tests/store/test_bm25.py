@@ -101,3 +101,33 @@ def test_bm25_empty_query_and_no_match(fake_index):
     fake_index.ingest_sources([text_source("x", "Title", "alpha beta gamma")])
     assert bm25_search(fake_index.db, fake_index.collection, [], Principal(), k=5) == []
     assert bm25_search(fake_index.db, fake_index.collection, ["zzzz"], Principal(), k=5) == []
+
+
+def test_forward_read_packed_by_the_server_equals_each_row(fake_index):
+    """The query path's forward read (rows packed into one by the server) gives each chunk's
+    postings of the query terms as decoding its own row does, rows without terms included."""
+    import numpy as np
+
+    from ragline.store.bm25 import _DbSource, visible_classes
+    from ragline.store.bm25_write import forward_postings
+
+    rng = random.Random(5)
+    fake_index.ingest_sources([text_source(*d) for d in _docs(rng, 60, "f")])
+    fake_index.ingest_sources([text_source("empty", "", "... --- ...")])
+    cid = fake_index.collection.id
+    with fake_index.db.connection() as conn:
+        rows = conn.execute(
+            "SELECT id, n_terms, terms, tfs FROM chunks WHERE collection_id = %s ORDER BY id",
+            (cid,),
+        ).fetchall()
+        assert any(r[2] == "" for r in rows), "a chunk without terms is part of the check"
+        classes = visible_classes(conn, cid, Principal(), False)[0]
+        source = _DbSource(conn, cid, "default", classes)
+        for _ in range(20):
+            picked = sorted(rng.sample(rows, rng.randint(1, len(rows))))
+            terms = rng.sample(WORDS, 6) + ["absent"]
+            got = source.forward(np.array([r[0] for r in picked], dtype=np.int64), terms)
+            want = forward_postings(picked, terms)
+            assert sorted(got) == sorted(want)
+            for t in want:
+                assert all(np.array_equal(a, b) for a, b in zip(got[t], want[t])), t

@@ -376,13 +376,22 @@ def test_encode_lists_equals_cutting_each_list(lengths, gap, big):
 )
 def test_accumulator_equals_summing(lists, k, span, base):
     """Partial scores summed densely (growing the range, or falling back to sorted arrays
-    when it passes ``span``) equal a dictionary sum, and θ is their k-th best."""
+    when it passes ``span``) equal a dictionary sum, θ is their k-th best, and each chunk's
+    length is kept."""
     rng = random.Random(len(lists))
     acc = _Accumulator(k, span=span)
     want: dict[int, float] = {}
+
+    def length(i: int) -> int:
+        return 1 + (i * 7919) % 997
+
     for ids in lists:
         scores = [rng.uniform(0.01, 5) for _ in ids]
-        acc.add(np.array(ids, dtype=np.int64) + base, np.array(scores))
+        acc.add(
+            np.array(ids, dtype=np.int64) + base,
+            np.array(scores),
+            np.array([length(i) for i in ids], dtype=np.int64),
+        )
         for i, x in zip(ids, scores):
             want[i + base] = want.get(i + base, 0.0) + x
         values = sorted(want.values(), reverse=True)
@@ -390,6 +399,7 @@ def test_accumulator_equals_summing(lists, k, span, base):
     ids, scores = acc.arrays()
     assert ids.tolist() == sorted(want)
     assert scores == pytest.approx([want[i] for i in ids.tolist()])
+    assert acc.lengths(ids).tolist() == [length(i - base) for i in ids.tolist()]
     cut = sorted(want.values())[len(want) // 2] if want else 0.0
     ids, scores = acc.arrays(cut)
     assert ids.tolist() == sorted(i for i, x in want.items() if x >= cut)

@@ -25,7 +25,13 @@ import numpy as np
 from . import bm25_codec as codec
 from . import params
 from .bm25_topk import BlockMeta, Postings, TermStats, Work, top_k
-from .bm25_write import Changes, IndexedChunks, decode_forward, forward_postings
+from .bm25_write import (
+    FORWARD_PACKED,
+    Changes,
+    IndexedChunks,
+    decode_forward,
+    packed_forward_postings,
+)
 
 if TYPE_CHECKING:
     from ..core.filters import Filters
@@ -182,12 +188,18 @@ class _DbSource:
         return out
 
     def forward(self, ids: np.ndarray, terms: Sequence[str]) -> dict[str, Postings]:
-        rows = self.conn.execute(
-            "SELECT id, n_terms, terms, tfs FROM chunks WHERE tenant = %s AND id = ANY(%s::int8[])",
-            (self.tenant, params.ints(ids.tolist())),
-            binary=True,
-        ).fetchall()
-        return forward_postings(rows, terms)
+        row = self.conn.execute(
+            FORWARD_PACKED, (self.tenant, params.ints(ids.tolist())), binary=True
+        ).fetchone()
+        if row is None or row[0] is None:
+            return {}
+        return packed_forward_postings(
+            np.array(row[0], dtype=np.int64),
+            np.array(row[1], dtype=np.int64),
+            bytes(row[2]),
+            bytes(row[3]),
+            terms,
+        )
 
 
 def search(

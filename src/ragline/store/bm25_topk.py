@@ -17,14 +17,20 @@ scores (lower bounds of the true scores, since every contribution is positive):
    Flood 1995).
 2. **Candidates.** Chunks whose partial score plus the remaining bounds can still reach θ
    are kept. For each remaining term, the bound of the block that could hold a candidate
-   (block-max, Ding & Suel 2011) tightens each candidate's bound; candidates that cannot
-   reach θ are dropped, and only the blocks covering the survivors are read.
+   (block-max, Ding & Suel 2011), taken at the candidate's own length (known from the
+   lists it was found in), tightens each candidate's bound; candidates that cannot reach
+   θ are dropped, and only the blocks covering the survivors are read.
+3. **Exact scores from the chunks' own rows.** Once few candidates are left, they are
+   scored from their forward-index rows instead of the lists' blocks, best bound first in
+   growing batches: each batch lifts θ, and the candidates whose bound falls below it are
+   never read.
 
-What a query costs is dominated by the postings it must read (at a million chunks, about
-three quarters of its terms' postings on SciFact-like text: a block's bound rarely excludes
-a candidate that lacks the term), so each step is a few array operations over them: partial
-scores summed in a dense array over the chunk-id range, θ kept incrementally, candidates
-found through a dense position array, blocks of one format decoded together.
+At a million chunks a query reads about a sixth of its terms' postings (the rare terms'
+lists whole, the common ones only where a candidate may be) and a few hundred chunk rows,
+so each step is a few array operations: partial scores summed in a dense array over the
+chunk-id range (allocated once with room, since a grown copy costs more than the postings),
+θ kept incrementally, candidates found through a dense position array, blocks of one format
+decoded together.
 
 The result is exactly the top k of exhaustive scoring (ties broken by chunk id, as the SQL
 did), with the same formula. Pure logic over a :class:`PostingSource`;
@@ -131,13 +137,21 @@ def _kth(scores: np.ndarray, k: int) -> float:
 
 
 def _accumulate(
-    ids: np.ndarray, scores: np.ndarray, new_ids: np.ndarray, new_scores: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique ids with summed scores, of the accumulator and new postings."""
+    ids: np.ndarray,
+    scores: np.ndarray,
+    dls: np.ndarray,
+    new_ids: np.ndarray,
+    new_scores: np.ndarray,
+    new_dls: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted unique ids with summed scores and their lengths, of the accumulator and new
+    postings."""
     all_ids = np.concatenate((ids, new_ids))
     all_scores = np.concatenate((scores, new_scores))
     uniq, inv = np.unique(all_ids, return_inverse=True)
-    return uniq, np.bincount(inv, weights=all_scores, minlength=len(uniq))
+    out_dls = np.zeros(len(uniq), dtype=np.int64)
+    out_dls[inv] = np.concatenate((dls, new_dls))  # one length per chunk: any write wins
+    return uniq, np.bincount(inv, weights=all_scores, minlength=len(uniq)), out_dls
 
 
 DENSE_SPAN = 1 << 24
@@ -185,12 +199,15 @@ class _Accumulator:
         self.k, self.span, self.postings = k, span, postings
         self.lo = 0
         self.dense: np.ndarray | None = None
+        self.dense_dl = np.empty(0, dtype=np.uint32)  # each chunk's length, beside ``dense``
         self.ids = np.empty(0, dtype=np.int64)
         self.scores = np.empty(0, dtype=np.float64)
+        self.dls = np.empty(0, dtype=np.int64)
         self.best = np.empty(0, dtype=np.int64)  # ids of the k best partial scores
         self.theta = 0.0
 
-    def add(self, ids: np.ndarray, scores: np.ndarray) -> None:
+    def add(self, ids: np.ndarray, scores: np.ndarray, dls: np.ndarray) -> None:
+        """Add one list's partial scores of ``ids``, whose lengths are ``dls``."""
         if len(ids) == 0:
             return
         lo, hi = int(ids.min()), int(ids.max())
@@ -200,27 +217,47 @@ class _Accumulator:
             and hi - lo < self.span
             and (self.postings is None or _dense_ok(lo, hi, self.postings))
         ):
+            # room beyond the first list's range, so that later lists rarely grow it (a
+            # grown array is a fresh copy, every page of it written: ~6 ms for a million
+            # ids; pages of the room never touched cost nothing)
+            room = min((hi - lo + 1) // 8, (self.span - 1 - (hi - lo)) // 2, lo)
+            lo, hi = lo - room, hi + room
             self.lo, self.dense = lo, np.zeros(hi - lo + 1, dtype=np.float64)
+            self.dense_dl = np.zeros(hi - lo + 1, dtype=np.uint32)
         elif self.dense is not None:
             old_hi = self.lo + len(self.dense) - 1
             new_lo, new_hi = min(self.lo, lo), max(old_hi, hi)
             if new_hi - new_lo >= self.span:
                 self.ids, self.scores = self.arrays()
+                self.dls = self.lengths(self.ids)
                 self.dense = None
             elif (new_lo, new_hi) != (self.lo, old_hi):
+                # grow with room again on the side that needs it, for the same reason
+                extra = len(self.dense) // 8
+                if new_lo < self.lo:
+                    new_lo = max(0, new_lo - extra, new_hi - self.span + 1)
+                if new_hi > old_hi:
+                    new_hi = min(new_hi + extra, new_lo + self.span - 1)
                 grown = np.zeros(new_hi - new_lo + 1, dtype=np.float64)
                 grown[self.lo - new_lo : old_hi - new_lo + 1] = self.dense
-                self.lo, self.dense = new_lo, grown
+                grown_dl = np.zeros(new_hi - new_lo + 1, dtype=np.uint32)
+                grown_dl[self.lo - new_lo : old_hi - new_lo + 1] = self.dense_dl
+                self.lo, self.dense, self.dense_dl = new_lo, grown, grown_dl
         if self.dense is None:
-            self.ids, self.scores = _accumulate(self.ids, self.scores, ids, scores)
+            self.ids, self.scores, self.dls = _accumulate(
+                self.ids, self.scores, self.dls, ids, scores, dls
+            )
             self.theta = _kth(self.scores, self.k)
             return
         before = self.dense[self.best - self.lo]
-        self.dense[ids - self.lo] += scores
+        off = ids - self.lo
+        summed = self.dense[off] + scores  # one gather and one scatter (ids are unique)
+        self.dense[off] = summed
+        self.dense_dl[off] = dls
         after = self.dense[self.best - self.lo]
         kept = after == before  # best ids not in this list
         pool = np.concatenate((ids, self.best[kept]))
-        values = np.concatenate((self.dense[ids - self.lo], after[kept]))
+        values = np.concatenate((summed, after[kept]))
         if len(pool) > self.k:
             top = np.argpartition(-values, self.k - 1)[: self.k]
             pool, values = pool[top], values[top]
@@ -231,7 +268,7 @@ class _Accumulator:
         """Forget ``ids`` (verified not to pass the filter)."""
         if self.dense is None:
             keep = ~_in_sorted(np.sort(ids), self.ids)[0]
-            self.ids, self.scores = self.ids[keep], self.scores[keep]
+            self.ids, self.scores, self.dls = self.ids[keep], self.scores[keep], self.dls[keep]
         else:
             inside = (ids >= self.lo) & (ids < self.lo + len(self.dense))
             self.dense[ids[inside] - self.lo] = 0.0
@@ -246,6 +283,12 @@ class _Accumulator:
             return self.ids[keep], self.scores[keep]
         nz = np.flatnonzero(self.dense >= at_least) if at_least > 0 else np.flatnonzero(self.dense)
         return nz + self.lo, self.dense[nz]
+
+    def lengths(self, ids: np.ndarray) -> np.ndarray:
+        """The lengths (dl) of chunks ``ids`` (sorted; each one added before)."""
+        if self.dense is None:
+            return self.dls[np.searchsorted(self.ids, ids)]
+        return self.dense_dl[ids - self.lo].astype(np.int64)
 
 
 def _best(ids: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
@@ -270,66 +313,76 @@ def _in_sorted(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.
 class _Positions:
     """Where each candidate chunk id sits in the candidate arrays, as a dense array over
     the ids' range (a lookup per posting instead of a binary search), or by binary search
-    where the range is too wide for that (:func:`_dense_ok`)."""
+    where the range is too wide for that (:func:`_dense_ok`). The array holds position + 1
+    (0: not a candidate), so a fresh one is all zeros: pages it never touches cost nothing."""
 
     def __init__(self, lo: int, hi: int, postings: int) -> None:
         self.lo = lo
-        self.where = (
-            np.full(hi - lo + 1, -1, dtype=np.int32) if _dense_ok(lo, hi, postings) else None
-        )
+        self.where = np.zeros(hi - lo + 1, dtype=np.int32) if _dense_ok(lo, hi, postings) else None
         self.ids = np.empty(0, dtype=np.int64)
 
     def set(self, ids: np.ndarray) -> None:
         """The candidates are now ``ids`` (sorted)."""
         if self.where is not None:
-            self.where[self.ids - self.lo] = -1
-            self.where[ids - self.lo] = np.arange(len(ids), dtype=np.int32)
+            self.where[self.ids - self.lo] = 0
+            self.where[ids - self.lo] = np.arange(1, len(ids) + 1, dtype=np.int32)
         self.ids = ids
 
     def find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For ``ids`` (inside the range): a mask of the candidates and their positions."""
         if self.where is None:
             return _in_sorted(self.ids, ids)
-        pos = self.where[ids - self.lo]
+        pos = self.where[ids - self.lo] - 1
         return pos >= 0, pos
 
 
 class _BlockBounds:
     """The blocks of one list, per ACL class sorted by first id (built once per query), to
     find for candidate chunks the bound of the block that may hold each and the blocks to
-    read for them."""
+    read for them.
 
-    def __init__(self, meta: BlockMeta, ub: np.ndarray) -> None:
+    A candidate's bound is its block's largest tf at the candidate's own length (known
+    from the lists it was found in): tighter than the block's bound, which takes its
+    shortest chunk, and still a bound, since a score grows with tf."""
+
+    def __init__(self, meta: BlockMeta, weight: float, score: Callable[..., np.ndarray]) -> None:
         self.n_blocks = len(meta.first)
+        self.weight, self.score = weight, score
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []
         for lst in np.unique(meta.lists):
             sel = np.flatnonzero(meta.lists == lst)
             order = sel[np.argsort(meta.first[sel], kind="stable")]
             first, last = meta.first[order], meta.last[order]
             overlap = len(order) > 1 and bool(np.any(first[1:] <= np.maximum.accumulate(last)[:-1]))
-            self.parts.append((order, first, last, ub[order], overlap))
+            self.parts.append((order, first, last, meta.max_tf[order], overlap))
 
-    def find(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each of ``ids``: the largest bound of a block that may hold it (0 if none),
-        and for each block whether it may hold one of them.
+    def find(self, ids: np.ndarray, dls: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``ids`` (of lengths ``dls``): the bound of its score for the term
+        from the block that may hold it (0 if none; without ``dls``, 0 for all), and for
+        each block whether it may hold one of them.
 
         Blocks of one class do not overlap unless two writers interleaved chunk ids; where
-        they do, the class's bound is its largest block's over its whole range (still a
+        they do, the class's largest tf stands for every block in its range (still a
         bound), and all its blocks in the range are read."""
-        bound = np.zeros(len(ids), dtype=np.float64)
+        max_tf = np.zeros(len(ids), dtype=np.int64)
         needed = np.zeros(self.n_blocks, dtype=bool)
-        for order, first, last, bub, overlap in self.parts:
+        for order, first, last, tfs, overlap in self.parts:
             if overlap:
                 inside = (ids >= first[0]) & (ids <= last.max())
-                bound[inside] = np.maximum(bound[inside], bub.max())
+                max_tf[inside] = np.maximum(max_tf[inside], tfs.max())
                 if inside.any():
                     needed[order] = True
                 continue
             pos = np.searchsorted(first, ids, side="right") - 1
             ok = pos >= 0
             ok[ok] = ids[ok] <= last[pos[ok]]
-            bound[ok] = np.maximum(bound[ok], bub[pos[ok]])
+            max_tf[ok] = np.maximum(max_tf[ok], tfs[pos[ok]])
             needed[order[pos[ok]]] = True
+        bound = np.zeros(len(ids), dtype=np.float64)
+        if dls is None:
+            return bound, needed
+        held = max_tf > 0
+        bound[held] = self.weight * self.score(max_tf[held], dls[held])
         return bound, needed
 
 
@@ -415,7 +468,7 @@ def top_k(
                 ids, tfs, dls = ids[keep], tfs[keep], dls[keep]
             work.postings += len(ids)
             work.full_terms += 1
-            accumulator.add(ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b))
+            accumulator.add(ids, idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b), dls)
         theta = threshold()
         if rest_ub[i] < theta - EPS:
             break
@@ -425,13 +478,15 @@ def top_k(
     rest = order[i:]
     if rest:
         cand_ids, cand = accumulator.arrays(theta - rest_ub[i] - EPS)
+        cand_dls = accumulator.lengths(cand_ids)
         metas = source.block_meta([s.term for s in rest])
         work.rounds += 1
         rest = [s for s in rest if s.term in metas]
         covers = [
             _BlockBounds(
                 metas[s.term],
-                idfs[s.term] * _tf_part(metas[s.term].max_tf, metas[s.term].min_dl, avgdl, k1, b),
+                idfs[s.term],
+                lambda tfs_, dls_: _tf_part(tfs_, dls_, avgdl, k1, b),
             )
             for s in rest
         ]
@@ -477,12 +532,28 @@ def top_k(
             out[pos[hit]] = idfs[rest[j].term] * _tf_part(tfs[hit], dls[hit], avgdl, k1, b)
             return out
 
-        bounds = np.zeros((len(rest), len(cand_ids)))
+        # each remaining term's block bound of each candidate, term by term: a candidate
+        # whose bound, with the terms not yet bounded at their list's bound, falls below θ
+        # is dropped before the next term's blocks are searched for it
+        rows: list[np.ndarray] = []
+        reach = cand + sum(ubs[s.term] for s in rest)
         for j, s in enumerate(rest):
-            bounds[j] = covers[j].find(cand_ids)[0]
-        total = cand + bounds.sum(axis=0)
-        alive = total >= theta - EPS
-        cand_ids, cand, bounds, total = cand_ids[alive], cand[alive], bounds[:, alive], total[alive]
+            row = covers[j].find(cand_ids, cand_dls)[0]
+            reach = reach - ubs[s.term] + row
+            alive = reach >= theta - EPS
+            if not alive.all():
+                cand_ids, cand, cand_dls, reach, row = (
+                    cand_ids[alive],
+                    cand[alive],
+                    cand_dls[alive],
+                    reach[alive],
+                    row[alive],
+                )
+                rows = [r[alive] for r in rows]
+            rows.append(row)
+        bounds = np.array(rows, dtype=np.float64).reshape(len(rest), len(cand_ids))
+        alive = cand + bounds.sum(axis=0) >= theta - EPS
+        cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
 
         def from_forward(ids_: np.ndarray, js: Sequence[int], acc_: np.ndarray) -> np.ndarray:
             """``acc_`` plus the exact scores of the terms ``rest[js]`` for the chunks ``ids_``
@@ -500,29 +571,57 @@ def top_k(
                 acc_ = acc_ + part
             return acc_
 
+        # candidates whose score is exact already (scored from their own rows)
+        done = np.zeros(len(cand_ids), dtype=bool)
+
+        def resolve(js: range, first: int, grow: bool) -> None:
+            """Score candidates exactly from their own rows for the terms ``rest[js]``, best
+            bound first: ``first`` of them, then (``grow``) twice as many each round, each
+            round lifting θ and dropping the candidates whose bound fell below it, until
+            every candidate left is exact (a few round trips instead of every row)."""
+            nonlocal cand_ids, cand, bounds, done, theta
+            size = first
+            while True:
+                ub = cand + bounds.sum(axis=0)
+                todo = np.flatnonzero(~done)
+                if len(todo) == 0:
+                    return
+                if len(todo) > size:
+                    todo = todo[np.argsort(-ub[todo], kind="stable")[:size]]
+                todo = np.sort(todo)
+                cand[todo] = from_forward(cand_ids[todo], js, cand[todo].copy())
+                bounds[:, todo] = 0.0
+                done[todo] = True
+                if verify is None:
+                    theta = max(theta, _kth(cand, k))
+                alive = cand + bounds.sum(axis=0) >= theta - EPS
+                cand_ids, cand, bounds, done = (
+                    cand_ids[alive],
+                    cand[alive],
+                    bounds[:, alive],
+                    done[alive],
+                )
+                if not grow:
+                    return
+                size *= 2
+
         if verify is None and len(cand_ids) > k:
-            seeds = np.sort(cand_ids[np.argsort(-total, kind="stable")[: max(k, SEEDS)]])
-            exact = from_forward(
-                seeds, range(len(rest)), cand[np.searchsorted(cand_ids, seeds)].copy()
-            )
-            theta = max(theta, _kth(exact, k))
-            alive = total >= theta - EPS
-            cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+            # the best few first: their k-th best score lifts θ before the rest is pruned
+            resolve(range(len(rest)), max(k, SEEDS), grow=False)
 
         where: _Positions | None = None
         for j, s in enumerate(rest):
-            if len(cand_ids) == 0:
+            if len(cand_ids) == 0 or done.all():
                 break
-            if len(cand_ids) * FORWARD_COST < sum(
-                _block_cost(metas[r.term], len(cand_ids)) for r in rest[j:]
-            ):
-                # few candidates left: their own rows cost less than the lists' blocks
-                cand = from_forward(cand_ids, range(j, len(rest)), cand)
-                bounds[j:] = 0.0
-                if verify is None:
-                    theta = max(theta, _kth(cand, k))
-                alive = cand >= theta - EPS
-                cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+            left = int((~done).sum())
+            if left * FORWARD_COST < sum(_block_cost(metas[r.term], left) for r in rest[j:]):
+                # few candidates left: their own rows cost less than the lists' blocks; best
+                # bound first (without a filter), so that θ prunes most before they are read
+                resolve(
+                    range(j, len(rest)),
+                    max(k, SEEDS) if verify is None else len(cand_ids),
+                    grow=verify is None,
+                )
                 break
             if where is None:
                 where = _Positions(
@@ -530,16 +629,22 @@ def top_k(
                     max([int(cand_ids[-1])] + [int(metas[r.term].last.max()) for r in rest]),
                     sum(r.df for r in rest),
                 )
-            where.set(cand_ids)
-            _, needed = covers[j].find(cand_ids)
+            open_ = ~done
+            where.set(cand_ids[open_])
+            _, needed = covers[j].find(cand_ids[open_])
             which = np.flatnonzero(needed)
             read({j: which})
-            cand = cand + contribution(j, cand_ids, where)
+            cand[open_] = cand[open_] + contribution(j, cand_ids[open_], where)
             bounds[j] = 0.0
             if verify is None:
                 theta = max(theta, _kth(cand, k))
             alive = cand + bounds.sum(axis=0) >= theta - EPS
-            cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
+            cand_ids, cand, bounds, done = (
+                cand_ids[alive],
+                cand[alive],
+                bounds[:, alive],
+                done[alive],
+            )
         acc_ids, acc = cand_ids, cand
     else:
         acc_ids, acc = accumulator.arrays(theta - EPS)

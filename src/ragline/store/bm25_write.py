@@ -85,32 +85,56 @@ def decode_forward(terms: str, tfs: bytes | memoryview) -> tuple[list[str], list
 
 def forward_postings(rows: Sequence[Any], terms: Sequence[str]) -> dict[str, Postings]:
     """The postings of ``terms`` among the chunks of forward-index ``rows`` ``(id, dl,
-    terms, tfs)`` (sorted by id): what their lists hold for those chunks.
-
-    Array work, not a loop over rows: every row's terms go into one byte string (a row
-    " t1 t2 … ", rows separated by newlines, which no term holds), each query term is found
-    in it by substring search, and the term's position in its row (its tf's index) is the
-    count of spaces between the row's start and the hit."""
+    terms, tfs)`` (sorted by id): what their lists hold for those chunks."""
     if not rows:
         return {}
-    n = len(rows)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-    dls = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-    big = "\n".join([f" {r[2]} " for r in rows]).encode()
-    tf_all = np.frombuffer(b"".join([bytes(r[3]) for r in rows]), dtype=">u2")
-    n_terms = np.fromiter((len(r[3]) // 2 for r in rows), dtype=np.int64, count=n)
-    tf_start = np.concatenate(([0], np.cumsum(n_terms)[:-1]))
-    chars = np.frombuffer(big, dtype=np.uint8)
+    return packed_forward_postings(
+        np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+        np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
+        "\n".join([f" {r[2]} " if r[2] else " " for r in rows]).encode(),
+        b"".join([bytes(r[3]) for r in rows]),
+        terms,
+    )
+
+
+FORWARD_PACKED = (
+    "SELECT array_agg(id ORDER BY id), array_agg(n_terms ORDER BY id), "
+    "convert_to(string_agg(CASE terms WHEN '' THEN ' ' ELSE ' ' || terms || ' ' END, E'\\n' "
+    "ORDER BY id), 'UTF8'), string_agg(tfs, ''::bytea ORDER BY id) "
+    "FROM chunks WHERE tenant = %s AND id = ANY(%s::int8[])"
+)
+"""Forward-index rows of chunk ids, packed by the server into one row: ids, dls, the rows'
+terms as one UTF-8 byte string (" t1 t2 … " per row, " " for a row without terms,
+newline-separated) and their tfs as one byte string (a value per row costs the client more
+than the postings it holds)."""
+
+
+def packed_forward_postings(
+    ids: np.ndarray, dls: np.ndarray, text: bytes, tfs: bytes, terms: Sequence[str]
+) -> dict[str, Postings]:
+    """The postings of ``terms`` among chunks ``ids`` (sorted, with lengths ``dls``), given
+    their forward rows packed as :data:`FORWARD_PACKED` returns them.
+
+    Array work, not a loop over rows: each query term is found in the text by substring
+    search, and the term's position in its row (its tf's index) is the count of spaces
+    between the row's start and the hit."""
+    if len(ids) == 0:
+        return {}
+    tf_all = np.frombuffer(tfs, dtype=">u2")
+    chars = np.frombuffer(text, dtype=np.uint8)
     spaces = np.flatnonzero(chars == 32)
     row_start = np.concatenate(([0], np.flatnonzero(chars == 10) + 1))
     spaces_before_row = np.searchsorted(spaces, row_start)
+    # a row " t1 … tn " has n + 1 spaces and n tfs: row r's tfs start at its spaces before,
+    # less one per earlier row
+    tf_start = spaces_before_row - np.arange(len(row_start))
     out: dict[str, Postings] = {}
     for t in terms:
         pat = f" {t} ".encode()
-        hits, at = [], big.find(pat)
+        hits, at = [], text.find(pat)
         while at >= 0:
             hits.append(at)
-            at = big.find(pat, at + 1)
+            at = text.find(pat, at + 1)
         if not hits:
             continue
         offs = np.array(hits, dtype=np.int64)
