@@ -403,3 +403,45 @@ def test_accumulator_equals_summing(lists, k, span, base):
     cut = sorted(want.values())[len(want) // 2] if want else 0.0
     ids, scores = acc.arrays(cut)
     assert ids.tolist() == sorted(i for i, x in want.items() if x >= cut)
+    acc.release()  # gives the thread's scratch arrays back, zeroed
+
+
+def test_scratch_arrays_are_zero_after_every_query_even_a_failed_one():
+    """The dense arrays a thread keeps between queries are handed back all zeros, also when
+    the source fails in the middle of a query, and a query after a failure is exact."""
+    import ragline.store.bm25_topk as topk
+
+    rng, words, weights, docs, lists = _world(11, 3000, 400, 3)
+    src = _source(docs, lists, 2)
+
+    def clean() -> None:
+        assert not topk._SCRATCH.busy
+        for key, a in topk._SCRATCH.arrays.items():
+            assert not a.any(), key
+
+    class Failing:
+        def __init__(self, after: int) -> None:
+            self.calls, self.after = 0, after
+
+        def __getattr__(self, name):
+            def call(*args):
+                self.calls += 1
+                if self.calls > self.after:
+                    raise RuntimeError("connection lost")
+                return getattr(src, name)(*args)
+
+            return call
+
+    for i in range(30):
+        query = rng.choices(words, weights, k=rng.randint(1, 12))
+        ref, n, avgdl, _ = reference(docs, query, 10)
+        counting = Failing(10**9)
+        top_k(_stats(docs, query), n, avgdl, 10, counting)
+        clean()
+        if counting.calls:  # fail at one of the query's calls
+            with pytest.raises(RuntimeError):
+                top_k(_stats(docs, query), n, avgdl, 10, Failing(rng.randrange(counting.calls)))
+            clean()
+        _check(top_k(_stats(docs, query), n, avgdl, 10, src), ref)
+        clean()
+    assert topk._SCRATCH.arrays, "the queries used the kept arrays"
