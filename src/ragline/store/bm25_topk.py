@@ -667,12 +667,25 @@ def _top_k(
         # candidates whose score is exact already (scored from their own rows)
         done = np.zeros(len(cand_ids), dtype=bool)
 
+        def prune() -> None:
+            """Lift θ with the candidates' scores (without a filter: with one, only verified
+            scores may) and drop the candidates whose bound cannot reach it."""
+            nonlocal cand_ids, cand, bounds, done, theta
+            if verify is None:
+                theta = max(theta, _kth(cand, k))
+            alive = cand + bounds.sum(axis=0) >= theta - EPS
+            cand_ids, cand, bounds, done = (
+                cand_ids[alive],
+                cand[alive],
+                bounds[:, alive],
+                done[alive],
+            )
+
         def resolve(js: range, first: int, grow: bool) -> None:
             """Score candidates exactly from their own rows for the terms ``rest[js]``, best
             bound first: ``first`` of them, then (``grow``) twice as many each round, each
             round lifting θ and dropping the candidates whose bound fell below it, until
             every candidate left is exact (a few round trips instead of every row)."""
-            nonlocal cand_ids, cand, bounds, done, theta
             size = first
             while True:
                 ub = cand + bounds.sum(axis=0)
@@ -685,15 +698,7 @@ def _top_k(
                 cand[todo] = from_forward(cand_ids[todo], js, cand[todo].copy())
                 bounds[:, todo] = 0.0
                 done[todo] = True
-                if verify is None:
-                    theta = max(theta, _kth(cand, k))
-                alive = cand + bounds.sum(axis=0) >= theta - EPS
-                cand_ids, cand, bounds, done = (
-                    cand_ids[alive],
-                    cand[alive],
-                    bounds[:, alive],
-                    done[alive],
-                )
+                prune()
                 if not grow:
                     return
                 size *= 2
@@ -730,15 +735,7 @@ def _top_k(
             read({j: which})
             cand[open_] = cand[open_] + contribution(j, cand_ids[open_], where)
             bounds[j] = 0.0
-            if verify is None:
-                theta = max(theta, _kth(cand, k))
-            alive = cand + bounds.sum(axis=0) >= theta - EPS
-            cand_ids, cand, bounds, done = (
-                cand_ids[alive],
-                cand[alive],
-                bounds[:, alive],
-                done[alive],
-            )
+            prune()
         acc_ids, acc = cand_ids, cand
     else:
         acc_ids, acc = accumulator.arrays(theta - EPS)
