@@ -692,7 +692,7 @@ def _top_k(
                 todo = np.flatnonzero(~done)
                 if len(todo) == 0:
                     return
-                if len(todo) > size:
+                if len(todo) > 2 * size:  # else all of them now, not a small last round
                     todo = todo[np.argsort(-ub[todo], kind="stable")[:size]]
                 todo = np.sort(todo)
                 cand[todo] = from_forward(cand_ids[todo], js, cand[todo].copy())
