@@ -166,35 +166,44 @@ a pass over the whole range)."""
 
 
 SCRATCH_MAX = 1 << 21
-"""Dense arrays up to this many ids are kept by their thread between queries (at most
-~32 MB a thread, where a million-id collection touches ~16 MB) and handed back zeroed."""
+"""Dense arrays up to this many ids are reused between queries (16 MB of scores, 8 of
+lengths and 8 of positions at most); wider ones are allocated per query."""
+SCRATCH_KEEP = 4
+"""Arrays of each kind kept for reuse, however many threads search (at most ~128 MB in
+all; a query over a million ids touches ~16 MB of them)."""
 
 
-class _Scratch(threading.local):
-    """Zeroed arrays a thread keeps between queries. A fresh array is zero pages that the
-    kernel maps and clears on first write: a query scattering postings over a million ids
-    touches nearly every page of it, ~1 ms per 8 MB; a kept one is cleaned by zeroing only
-    the entries the query wrote (O(postings))."""
+class _Scratch:
+    """Zeroed arrays reused between queries, shared by the threads. A fresh array is zero
+    pages that the kernel maps and clears on first write: a query scattering postings over
+    a million ids touches nearly every page of it, ~1 ms per 8 MB; a reused one is cleaned
+    by zeroing only the entries the query wrote (O(postings))."""
 
     def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self.busy: set[str] = set()
+        self.lock = threading.Lock()
+        self.free: dict[str, list[np.ndarray]] = {}
 
     def take(self, key: str, n: int, dtype: type) -> tuple[np.ndarray, bool]:
-        """A zeroed array of ``n`` entries, and whether it is kept (then it must be given
-        back with :meth:`give_back`, zeroed again)."""
-        if n > SCRATCH_MAX or key in self.busy:
+        """A zeroed array of ``n`` entries, and whether it is a reused one (then it must be
+        given back with :meth:`give_back`, zeroed again)."""
+        if n > SCRATCH_MAX:
             return np.zeros(n, dtype=dtype), False
-        have = self.arrays.get(key)
+        with self.lock:
+            stack = self.free.get(key)
+            have = stack.pop() if stack else None
         if have is None or len(have) < n:
             size = min(max(n, 2 * len(have) if have is not None else n), SCRATCH_MAX)
-            have = self.arrays[key] = np.zeros(size, dtype=dtype)
-        self.busy.add(key)
+            have = np.zeros(size, dtype=dtype)
         return have[:n], True
 
-    def give_back(self, key: str) -> None:
-        """``key``'s array is zero again."""
-        self.busy.discard(key)
+    def give_back(self, key: str, view: np.ndarray) -> None:
+        """``view`` (from :meth:`take`) is all zeros again: its array may serve another
+        query (or is dropped, when enough are kept)."""
+        whole = view.base if isinstance(view.base, np.ndarray) else view
+        with self.lock:
+            stack = self.free.setdefault(key, [])
+            if len(stack) < SCRATCH_KEEP:
+                stack.append(whole)
 
 
 _SCRATCH = _Scratch()
@@ -236,7 +245,7 @@ class _Accumulator:
         self.lo = 0
         self.dense: np.ndarray | None = None
         self.dense_dl = np.empty(0, dtype=np.uint32)  # each chunk's length, beside ``dense``
-        self.kept = False  # dense arrays from the thread's scratch (:meth:`release`)
+        self.kept = False  # dense arrays reused from :data:`_SCRATCH` (:meth:`release`)
         self.written: list[np.ndarray] = []  # offsets written into them
         self.ids = np.empty(0, dtype=np.int64)
         self.scores = np.empty(0, dtype=np.float64)
@@ -261,15 +270,9 @@ class _Accumulator:
             room = min((hi - lo + 1) // 8, (self.span - 1 - (hi - lo)) // 2, lo)
             lo, hi = lo - room, hi + room
             self.lo = lo
-            self.dense, kept = _SCRATCH.take("scores", hi - lo + 1, np.float64)
-            if kept:
-                self.dense_dl, kept = _SCRATCH.take("lengths", hi - lo + 1, np.uint32)
-                if not kept:  # both or neither
-                    _SCRATCH.give_back("scores")
-                    self.dense = np.zeros(hi - lo + 1, dtype=np.float64)
-            else:
-                self.dense_dl = np.zeros(hi - lo + 1, dtype=np.uint32)
-            self.kept = kept
+            self.dense, self.kept = _SCRATCH.take("scores", hi - lo + 1, np.float64)
+            self.dense_dl, kept_dl = _SCRATCH.take("lengths", hi - lo + 1, np.uint32)
+            self.kept = self.kept and kept_dl  # (both are, up to the same size)
         elif self.dense is not None:
             old_hi = self.lo + len(self.dense) - 1
             new_lo, new_hi = min(self.lo, lo), max(old_hi, hi)
@@ -335,14 +338,14 @@ class _Accumulator:
         return nz + self.lo, self.dense[nz]
 
     def release(self) -> None:
-        """Zero what was written into the thread's scratch arrays and give them back (the
+        """Zero what was written into the reused arrays and give them back (the
         accumulator keeps no dense arrays after; call once it is no longer used)."""
         if self.kept and self.dense is not None:
             for off in self.written:
                 self.dense[off] = 0.0
                 self.dense_dl[off] = 0
-            _SCRATCH.give_back("scores")
-            _SCRATCH.give_back("lengths")
+            _SCRATCH.give_back("scores", self.dense)
+            _SCRATCH.give_back("lengths", self.dense_dl)
             self.dense, self.dense_dl = None, np.empty(0, dtype=np.uint32)
         self.kept, self.written = False, []
 
@@ -376,7 +379,7 @@ class _Positions:
     """Where each candidate chunk id sits in the candidate arrays, as a dense array over
     the ids' range (a lookup per posting instead of a binary search), or by binary search
     where the range is too wide for that (:func:`_dense_ok`). The array holds position + 1
-    (0: not a candidate), so it starts as zeros (a thread's scratch, or fresh)."""
+    (0: not a candidate), so it starts as zeros (reused, or fresh)."""
 
     def __init__(self, lo: int, hi: int, postings: int) -> None:
         self.lo = lo
@@ -390,7 +393,7 @@ class _Positions:
         """Zero the positions written and give the scratch array back."""
         if self.where is not None and self.kept:
             self.where[self.ids - self.lo] = 0
-            _SCRATCH.give_back("positions")
+            _SCRATCH.give_back("positions", self.where)
         self.where, self.kept = None, False
 
     def set(self, ids: np.ndarray) -> None:
@@ -476,7 +479,7 @@ def top_k(
     pruning threshold then counts only verified candidates, so the result equals
     filtering first and scoring after.
     """
-    held: list[_Accumulator | _Positions] = []  # scratch arrays, given back however it ends
+    held: list[_Accumulator | _Positions] = []  # reused arrays, given back however it ends
     try:
         return _top_k(stats, n_docs, avgdl, k, source, k1, b, verify, work, held)
     finally:
