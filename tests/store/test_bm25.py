@@ -50,7 +50,8 @@ def reference_bm25(
 def _stored_terms(index, tenant: str) -> dict[int, list[str]]:
     with index.db.connection() as conn:
         rows = conn.execute(
-            "SELECT c.id, c.header, c.text, d.language FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "SELECT c.id, c.header, c.text, d.language FROM chunks c JOIN documents d "
+            "ON d.tenant = c.tenant AND d.id = c.document_id "
             "WHERE c.collection_id = %s AND c.tenant = %s AND c.is_current",
             (index.collection.id, tenant),
         ).fetchall()
