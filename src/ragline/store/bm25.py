@@ -137,26 +137,20 @@ class _DbSource:
         return {t: codec.decode_blocks(d) for t, d in by_term.items()}
 
     def block_meta(self, terms: Sequence[str]) -> dict[str, BlockMeta]:
+        # one row per term, its blocks' columns as arrays in (class, first id) order: a
+        # common term has thousands of blocks at 1M chunks, and a row each cost the client
+        # more than the values
+        cols = ", ".join(
+            f"array_agg({c} ORDER BY class_id, first_id)"
+            for c in ("class_id", "n", "first_id", "last_id", "max_tf", "min_dl")
+        )
         rows = self.conn.execute(
-            "SELECT term, class_id, n, first_id, last_id, max_tf, min_dl FROM bm25_blocks "
-            "WHERE collection_id = %s AND tenant = %s AND term = ANY(%s) AND class_id = ANY(%s)",
+            f"SELECT term, {cols} FROM bm25_blocks WHERE collection_id = %s AND tenant = %s "
+            "AND term = ANY(%s) AND class_id = ANY(%s) GROUP BY term",
             (self.cid, self.tenant, list(terms), self.classes),
+            binary=True,
         ).fetchall()
-        by_term: dict[str, list[Any]] = {}
-        for r in rows:
-            by_term.setdefault(r[0], []).append(r[1:])
-        out = {}
-        for t, rs in by_term.items():
-            a = np.array(rs, dtype=np.int64)
-            out[t] = BlockMeta(
-                lists=a[:, 0],
-                n=a[:, 1],
-                first=a[:, 2],
-                last=a[:, 3],
-                max_tf=a[:, 4],
-                min_dl=a[:, 5],
-            )
-        return out
+        return {r[0]: BlockMeta(*(np.array(a, dtype=np.int64) for a in r[1:])) for r in rows}
 
     def blocks(self, wanted: Mapping[str, tuple[BlockMeta, np.ndarray]]) -> dict[str, Postings]:
         # a block of a term is identified by its first chunk id alone (a chunk is in one
