@@ -110,7 +110,7 @@ def test_forward_read_packed_by_the_server_equals_each_row(fake_index):
     import numpy as np
 
     from ragline.store.bm25 import _DbSource, visible_classes
-    from ragline.store.bm25_write import forward_postings
+    from tests.store.test_bm25_topk import row_postings
 
     rng = random.Random(5)
     fake_index.ingest_sources([text_source(*d) for d in _docs(rng, 60, "f")])
@@ -128,7 +128,7 @@ def test_forward_read_packed_by_the_server_equals_each_row(fake_index):
             picked = sorted(rng.sample(rows, rng.randint(1, len(rows))))
             terms = rng.sample(WORDS, 6) + ["absent"]
             got = source.forward(np.array([r[0] for r in picked], dtype=np.int64), terms)
-            want = forward_postings(picked, terms)
+            want = row_postings(picked, terms)
             assert sorted(got) == sorted(want)
             for t in want:
                 assert all(np.array_equal(a, b) for a, b in zip(got[t], want[t])), t

@@ -18,7 +18,34 @@ from hypothesis import strategies as st
 
 from ragline.store import bm25_codec as codec
 from ragline.store.bm25_topk import BlockMeta, TermStats, Work, _Accumulator, top_k
-from ragline.store.bm25_write import encode_forward, forward_index, forward_postings
+from ragline.store.bm25_write import (
+    decode_forward,
+    encode_forward,
+    forward_index,
+    packed_forward_postings,
+)
+
+
+def pack_forward(rows):
+    """Forward rows ``(id, dl, terms, tfs)`` (sorted by id) packed into one, as
+    :data:`ragline.store.bm25_write.FORWARD_PACKED` has the server pack them."""
+    return (
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.array([r[1] for r in rows], dtype=np.int64),
+        "\n".join([f" {r[2]} " if r[2] else " " for r in rows]).encode(),
+        b"".join([bytes(r[3]) for r in rows]),
+    )
+
+
+def row_postings(rows, terms):
+    """The postings of ``terms`` among forward ``rows`` ``(id, dl, terms, tfs)``, each row
+    decoded on its own: the reference for the packed read."""
+    wanted, found = set(terms), {}
+    for cid, dl, text, tfs in rows:
+        for term, tf in zip(*decode_forward(text, tfs)):
+            if term in wanted:
+                found.setdefault(term, []).append((cid, tf, dl))
+    return {t: tuple(np.array(c, dtype=np.int64) for c in zip(*p)) for t, p in found.items()}
 
 
 class MemorySource:
@@ -78,7 +105,7 @@ class MemorySource:
             for i in ids
         ]
         self.forward_rows += len(rows)
-        return forward_postings(rows, terms)
+        return packed_forward_postings(*pack_forward(rows), terms)
 
     def blocks(self, wanted):
         out = {}
@@ -247,14 +274,14 @@ def test_forward_and_block_scoring_agree(cost, seed, n_docs, k):
     ),
     query=st.lists(st.sampled_from(["a", "ab", "b", "abc", "é", "жук", "zz"]), max_size=5),
 )
-def test_forward_postings_equal_decoding_each_row(rows, query):
+def test_packed_forward_postings_equal_decoding_each_row(rows, query):
     """Terms found by substring search in the joined rows are exactly each row's own (no
     term matched inside another, at a row's edge or across rows), with its tf and dl."""
     table = [
         (10 + 3 * i, 100 + i, *encode_forward(*forward_index(terms)))
         for i, terms in enumerate(rows)
     ]
-    got = forward_postings(table, list(dict.fromkeys(query)))
+    got = packed_forward_postings(*pack_forward(table), list(dict.fromkeys(query)))
     for t in dict.fromkeys(query):
         want = [
             (10 + 3 * i, min(terms[t], 32767), 100 + i)

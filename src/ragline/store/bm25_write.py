@@ -83,20 +83,6 @@ def decode_forward(terms: str, tfs: bytes | memoryview) -> tuple[list[str], list
     return (terms.split(" ") if terms else []), np.frombuffer(tfs, dtype=">u2").tolist()
 
 
-def forward_postings(rows: Sequence[Any], terms: Sequence[str]) -> dict[str, Postings]:
-    """The postings of ``terms`` among the chunks of forward-index ``rows`` ``(id, dl,
-    terms, tfs)`` (sorted by id): what their lists hold for those chunks."""
-    if not rows:
-        return {}
-    return packed_forward_postings(
-        np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-        np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
-        "\n".join([f" {r[2]} " if r[2] else " " for r in rows]).encode(),
-        b"".join([bytes(r[3]) for r in rows]),
-        terms,
-    )
-
-
 FORWARD_PACKED = (
     "SELECT array_agg(id ORDER BY id), array_agg(n_terms ORDER BY id), "
     "convert_to(string_agg(CASE terms WHEN '' THEN ' ' ELSE ' ' || terms || ' ' END, E'\\n' "
