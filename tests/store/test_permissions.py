@@ -135,12 +135,12 @@ def test_selective_group_filter_returns_k(fake_index):
 
 def test_ef_search_grows_with_the_graph():
     """The beam is the setting up to EF_SCALE_FROM chunks, then grows with the square root
-    of the graph's size (4x at 1M chunks), never shrinking."""
+    of the graph's size (8x at 1M chunks), never shrinking."""
     from ragline.store.search import EF_SCALE_FROM, scaled_ef_search
 
     assert scaled_ef_search(100, 0) == 100
     assert scaled_ef_search(100, EF_SCALE_FROM) == 100
-    assert scaled_ef_search(100, 1_000_000) == 400
+    assert scaled_ef_search(100, 1_000_000) == 800
     assert scaled_ef_search(40, 4 * EF_SCALE_FROM) == 80
     sizes = [0, 10, 10_000, 62_500, 100_000, 250_000, 1_000_000, 10_000_000]
     beams = [scaled_ef_search(100, n) for n in sizes]

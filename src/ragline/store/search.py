@@ -39,15 +39,17 @@ EXACT_SCAN_BELOW = 2000
 EXACT_VISIT_RATIO = 10
 """Without metadata filters, an exact scan also when permitted rows x their share of the
 index is below this many times k: the graph walk would visit more than it saves."""
-EF_SCALE_FROM = 62_500
+EF_SCALE_FROM = 15_625
 """Graph size from which ``ef_search`` grows with the square root of the collection's
-chunks: a bigger graph needs a wider beam for the same recall. Fitted at 1M chunks
-(ef 400: recall@10 0.959, p50 7.8 ms on the scale corpus; 0.837 at a flat 100)."""
+chunks: a bigger graph needs a wider beam for the same recall (8x at 1M chunks). On the
+scale corpus at 1M (bench/README, stop 31; halfvec graph, m=32, ef_construction=128)
+ef 400 / 600 / 700 / 800 reached recall@10 0.925 / 0.941 / 0.956 / 0.961, p50 4.1 / 6.6 /
+6.5 / 6.7 ms with the server's shared buffers holding the graph; 100k chunks: 253."""
 
 
 def scaled_ef_search(ef_search: int, chunks: int) -> int:
     """The beam for a graph of ``chunks`` vectors: ``ef_search`` up to
-    :data:`EF_SCALE_FROM` chunks, times sqrt(chunks / EF_SCALE_FROM) above it (4x at 1M)."""
+    :data:`EF_SCALE_FROM` chunks, times sqrt(chunks / EF_SCALE_FROM) above it (8x at 1M)."""
     return max(ef_search, math.ceil(ef_search * math.sqrt(max(chunks, 0) / EF_SCALE_FROM)))
 
 
