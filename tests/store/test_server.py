@@ -18,18 +18,22 @@ from tests.conftest import fresh_data_dir
 
 def test_settings_follow_the_machine():
     gib = 1 << 30
-    assert server_settings(24 * gib)["shared_buffers"] == "6144MB"
-    assert server_settings(24 * gib)["effective_cache_size"] == "12288MB"
-    assert server_settings(256 * gib)["shared_buffers"] == "8192MB"  # capped
-    assert server_settings(256 << 20)["shared_buffers"] == "128MB"  # never below the default
-    assert server_settings(gib)["wal_recycle"] == "off"
+    disk = 100 * gib
+    assert server_settings(24 * gib, disk)["shared_buffers"] == "6144MB"
+    assert server_settings(24 * gib, disk)["effective_cache_size"] == "12288MB"
+    assert server_settings(256 * gib, disk)["shared_buffers"] == "8192MB"  # capped
+    assert server_settings(256 << 20, disk)["shared_buffers"] == "128MB"  # the default at least
+    assert server_settings(gib, disk)["wal_recycle"] == "off"
+    assert server_settings(gib, disk)["max_wal_size"] == "4096MB"
+    assert server_settings(gib, 20 * gib)["max_wal_size"] == "2048MB"  # a tenth of the disk
+    assert server_settings(gib, 2 * gib)["max_wal_size"] == "1024MB"  # the default at least
 
 
 def _show(url: str) -> dict[str, str]:
     with psycopg.connect(url) as conn:
         return {
             n: conn.execute(f"SHOW {n}").fetchone()[0]
-            for n in ("shared_buffers", "effective_cache_size", "wal_recycle")
+            for n in ("shared_buffers", "effective_cache_size", "wal_recycle", "max_wal_size")
         }
 
 
@@ -46,8 +50,9 @@ def test_a_new_server_runs_with_them_and_keeps_a_users_change():
     try:
         url = ensure_server(data)
         got = _show(url)
-        want = server_settings(machine_memory_bytes())
+        want = server_settings(machine_memory_bytes(), shutil.disk_usage(data).free)
         assert _mb(got["shared_buffers"]) == _mb(want["shared_buffers"])
+        assert _mb(got["max_wal_size"]) == _mb(want["max_wal_size"])
         assert _mb(got["effective_cache_size"]) == _mb(want["effective_cache_size"])
         assert got["wal_recycle"] == "off"
         assert (data / SETTINGS_MARKER).exists()
@@ -79,7 +84,7 @@ def test_a_running_server_is_not_restarted_under_its_clients():
             assert client.execute("SHOW shared_buffers").fetchone()[0] == "128MB"
         assert (data / SETTINGS_MARKER).exists()
         stop_server(data)
-        want = server_settings(machine_memory_bytes())["shared_buffers"]
+        want = server_settings(machine_memory_bytes(), 0)["shared_buffers"]
         assert _mb(_show(ensure_server(data))["shared_buffers"]) == _mb(want)
     finally:
         stop_server(data)

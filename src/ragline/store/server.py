@@ -119,6 +119,8 @@ SETTINGS_MARKER = ".server-settings-v2"
 (``.wal-recycle-off`` marked the first version, which set only ``wal_recycle``)."""
 MIN_SHARED_BUFFERS_MB = 128
 MAX_SHARED_BUFFERS_MB = 8192
+MIN_WAL_MB = 1024
+MAX_WAL_MB = 4096
 
 
 def machine_memory_bytes() -> int:
@@ -128,8 +130,9 @@ def machine_memory_bytes() -> int:
         return 4 << 30
 
 
-def server_settings(ram_bytes: int) -> dict[str, str]:
-    """What ragline sets on its own server, for a machine with ``ram_bytes`` of memory.
+def server_settings(ram_bytes: int, disk_free_bytes: int) -> dict[str, str]:
+    """What ragline sets on its own server, for a machine with ``ram_bytes`` of memory and
+    ``disk_free_bytes`` free where the data directory is.
 
     - ``wal_recycle = off``: a checkpoint removes old WAL segments instead of renaming
       them for reuse with their bytes inside (a purge relies on it, see
@@ -142,13 +145,22 @@ def server_settings(ram_bytes: int) -> dict[str, str]:
       cost nothing: the memory is touched only as pages are read.
     - ``effective_cache_size``: half the memory, the planner's guess of what the OS
       caches besides.
+    - ``max_wal_size`` a tenth of the free disk, between 1 GB (the default) and 4 GB,
+      and ``checkpoint_timeout`` 15 min: a bulk load at 1M chunks checkpointed every
+      10-30 s with 1 GB, and after each checkpoint the first change of every page writes
+      the whole page to the WAL (43 vs 19 kB of WAL per chunk, 1,904 vs 2,149 chunks/s
+      in the same session). Only a load's WAL since the last checkpoint is kept (old
+      segments are removed, not recycled), so this is disk used while loading.
     """
     mb = ram_bytes >> 20
     shared = max(MIN_SHARED_BUFFERS_MB, min(MAX_SHARED_BUFFERS_MB, mb // 4))
+    wal = max(MIN_WAL_MB, min(MAX_WAL_MB, (disk_free_bytes >> 20) // 10))
     return {
         "wal_recycle": "off",
         "shared_buffers": f"{shared}MB",
         "effective_cache_size": f"{max(shared, mb // 2)}MB",
+        "max_wal_size": f"{wal}MB",
+        "checkpoint_timeout": "15min",
     }
 
 
@@ -157,9 +169,11 @@ def _configure_once(data_dir: Path, uri: str) -> bool:
     SYSTEM`` is kept); True when the server must restart for them to take effect."""
     if (data_dir / SETTINGS_MARKER).exists():
         return False
+    import shutil
+
     import psycopg
 
-    wanted = server_settings(machine_memory_bytes())
+    wanted = server_settings(machine_memory_bytes(), shutil.disk_usage(data_dir).free)
     with psycopg.connect(uri, autocommit=True) as conn:
         for name, value in wanted.items():
             conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
