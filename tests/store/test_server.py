@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import psycopg
+import pytest
 
 from ragline.store.server import (
     SETTINGS_MARKER,
@@ -86,6 +87,35 @@ def test_a_running_server_is_not_restarted_under_its_clients():
         stop_server(data)
         want = server_settings(machine_memory_bytes(), 0)["shared_buffers"]
         assert _mb(_show(ensure_server(data))["shared_buffers"]) == _mb(want)
+    finally:
+        stop_server(data)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_a_server_that_cannot_start_with_them_starts_as_before(monkeypatch):
+    """Shared memory the machine refuses (here 1,000 GB, more than RAM + swap, which the
+    kernel's default overcommit policy refuses at once): the memory settings are dropped
+    again and the server starts with PostgreSQL's default."""
+    from pathlib import Path
+
+    import ragline.store.server as srv
+
+    try:
+        policy = Path("/proc/sys/vm/overcommit_memory").read_text().strip()
+    except OSError:
+        policy = ""
+    if policy != "0":
+        pytest.skip("needs the kernel's heuristic overcommit policy to refuse the mapping")
+    real = srv.server_settings
+    monkeypatch.setattr(
+        srv, "server_settings", lambda ram, disk: {**real(ram, disk), "shared_buffers": "1000GB"}
+    )
+    data = fresh_data_dir()
+    try:
+        got = _show(ensure_server(data))
+        assert got["shared_buffers"] == "128MB"
+        assert got["wal_recycle"] == "off"
+        assert (data / SETTINGS_MARKER).exists()
     finally:
         stop_server(data)
         shutil.rmtree(data, ignore_errors=True)
