@@ -140,14 +140,10 @@ def build_memory_bytes(n_vectors: int, dim: int) -> int:
     """``maintenance_work_mem`` for building an HNSW graph of ``n_vectors`` in memory
     (pgvector spills to a much slower on-disk build when it does not fit): the vectors,
     two layers of neighbour lists and slack, capped at a quarter of the machine's RAM."""
-    import os
+    from .server import machine_memory_bytes
 
     need = int(n_vectors * (dim * 4 + HNSW_M * 2 * 8 * 2 + 128) * 1.3) + (64 << 20)
-    try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        ram = 4 << 30
-    return max(64 << 20, min(need, ram // 4))
+    return max(64 << 20, min(need, machine_memory_bytes() // 4))
 
 
 def has_vector_index(db: Database, col: Collection) -> bool:

@@ -124,6 +124,7 @@ MAX_WAL_MB = 4096
 
 
 def machine_memory_bytes() -> int:
+    """The machine's physical memory (4 GB where it cannot be read)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
