@@ -132,3 +132,66 @@ def test_forward_read_packed_by_the_server_equals_each_row(fake_index):
             assert sorted(got) == sorted(want)
             for t in want:
                 assert all(np.array_equal(a, b) for a, b in zip(got[t], want[t])), t
+
+
+def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
+    fake_index, monkeypatch
+):
+    """Lists longer than TOP_POSTINGS (12 here) get their tops when an ingest ends; a 1–2
+    term query then decides from them, with the scores of exhaustive BM25; the next write
+    to a list clears its top in the same transaction (a query never sees a stale one),
+    and the ingest after computes it again."""
+    from ragline.store import bm25
+    from ragline.store import bm25_codec as codec
+    from ragline.store.bm25_topk import Work
+
+    monkeypatch.setattr(codec, "TOP_POSTINGS", 12)
+    rng = random.Random(5)
+    report = fake_index.ingest_sources([text_source(*d) for d in _docs(rng, 150, "t")])
+    assert not report.warnings, report.warnings
+
+    def tops() -> dict[str, bytes]:
+        with fake_index.db.connection() as conn:
+            return dict(
+                conn.execute(
+                    "SELECT term, top FROM bm25_terms WHERE collection_id = %s AND df > 12",
+                    (fake_index.collection.id,),
+                ).fetchall()
+            )
+
+    before = tops()
+    assert before and all(v is not None for v in before.values())
+    with fake_index.db.connection() as conn:
+        assert bm25.check(conn, fake_index.collection.id) == []
+
+    def searched(decided: set[bool]) -> None:
+        docs = _stored_terms(fake_index, "default")
+        for _ in range(30):
+            qterms = fake_index.analyzer.terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 2))))
+            ref = sorted(reference_bm25(docs, qterms).items(), key=lambda x: (-x[1], x[0]))
+            work = Work()
+            got = bm25_search(
+                fake_index.db, fake_index.collection, qterms, Principal(), k=5, work=work
+            )
+            assert [c for c, _ in got] == [c for c, _ in ref[:5]]
+            for (_, a), (_, b) in zip(got, ref):
+                assert a == pytest.approx(b, abs=1e-6)
+            decided.add(work.tops == 1)
+
+    seen: set[bool] = set()
+    searched(seen)
+    assert True in seen  # some queries were decided by the tops alone
+
+    # a write clears the tops of the lists it changes, in its own transaction
+    monkeypatch.setattr(bm25, "refresh_tops", lambda *a, **k: 0)
+    fake_index.ingest_sources([text_source("new", "Protein", "protein cell gene " * 3)])
+    after = tops()
+    assert after["protein"] is None and after["gene"] is None
+    assert any(v is not None for t, v in after.items() if t not in ("protein", "cell", "gene"))
+    searched(set())  # lists without tops: the same answers
+    monkeypatch.undo()
+    monkeypatch.setattr(codec, "TOP_POSTINGS", 12)
+    fake_index.ingest_sources([text_source("new2", "Cell", "cell memory")])
+    assert all(v is not None for v in tops().values())
+    with fake_index.db.connection() as conn:
+        assert bm25.check(conn, fake_index.collection.id) == []

@@ -17,7 +17,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragline.store import bm25_codec as codec
-from ragline.store.bm25_topk import BlockMeta, TermStats, Work, _Accumulator, top_k
+from ragline.store.bm25_topk import (
+    BlockMeta,
+    TermStats,
+    Tops,
+    Work,
+    _Accumulator,
+    top_k,
+    top_k_from_tops,
+)
 from ragline.store.bm25_write import (
     decode_forward,
     encode_forward,
@@ -494,3 +502,78 @@ def test_scratch_arrays_are_zero_after_every_query_even_a_failed_one():
         t.join()
     assert not errors, errors
     assert 0 < kept() <= topk.SCRATCH_KEEP * 3
+
+
+def _tops(docs, lists, query, size):
+    """Each term's Tops as the store keeps them: per list, its ``size`` best postings and the
+    frontier of the rest (lists of at most ``size`` postings known whole)."""
+    avgdl = sum(sum(c.values()) for c in docs.values()) / len(docs)
+    out = {}
+    for t in dict.fromkeys(query):
+        parts, fronts = [], []
+        for lst in sorted(set(lists.values())):
+            posts = sorted(
+                (cid, c[t], sum(c.values()))
+                for cid, c in docs.items()
+                if c[t] and lists[cid] == lst
+            )
+            if not posts:
+                continue
+            ids, tfs, dls = (np.array(x, dtype=np.int64) for x in zip(*posts))
+            top, rest = codec.split_top(ids, tfs, dls, avgdl * (1 + lst) / 2, 1.2, 0.75, size)
+            parts.append(codec.decode_block(top))
+            fronts.append(codec.decode_frontier(rest))
+        if not parts:
+            continue
+        ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(ids)
+        known = tuple(np.concatenate([p[j] for p in parts])[order] for j in range(3))
+        rest = codec.frontier(*(np.concatenate([f[j] for f in fronts]) for j in range(2)))
+        out[t] = Tops(known, rest)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**9),
+    n_docs=st.integers(1, 1500),
+    k=st.sampled_from([1, 3, 10]),
+    n_lists=st.integers(1, 3),
+    size=st.sampled_from([1, 4, 16, 64]),
+)
+def test_top_k_from_tops_equals_exhaustive_when_it_decides(seed, n_docs, k, n_lists, size):
+    """Whatever the tops (chosen at any avgdl, of any size), a top k they decide is the
+    exhaustive one; and a 1-term query whose k-th best score is strictly above every
+    posting outside the tops is decided without reading a chunk row."""
+    rng, words, weights, docs, lists = _world(seed, n_docs, 300, n_lists)
+    src = _source(docs, lists, 1)
+    decided = 0
+    for _ in range(6):
+        query = rng.choices(words, weights, k=rng.randint(1, 3))
+        ref, n, avgdl, _ = reference(docs, query, k)
+        work = Work()
+        got = top_k_from_tops(
+            _stats(docs, query), n, avgdl, k, _tops(docs, lists, query, size), src, work=work
+        )
+        if got is None:
+            continue
+        decided += 1
+        _check(got, ref)
+        if len(set(query)) == 1:
+            assert work.forward == 0
+    if n_docs >= 200 and size >= 16 and k <= 3:
+        assert decided > 0
+
+
+def test_top_k_from_tops_reads_a_one_term_query_from_its_top():
+    docs = {i: Counter({"pump": 1 + i % 7, "x": 1 + i % 13}) for i in range(1, 3001)}
+    lists = {i: 0 for i in docs}
+    src = _source(docs, lists, 1)
+    ref, n, avgdl, _ = reference(docs, ["pump"], 10)
+    work = Work()
+    got = top_k_from_tops(
+        _stats(docs, ["pump"]), n, avgdl, 10, _tops(docs, lists, ["pump"], 64), src, work=work
+    )
+    assert got is not None
+    _check(got, ref)
+    assert work.postings == 64 and work.forward == 0 and work.tops == 1

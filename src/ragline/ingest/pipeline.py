@@ -64,6 +64,8 @@ class IngestReport:
     seconds: float = 0.0
     vector_index_seconds: float = 0.0
     """Of ``seconds``: building the vector index after a load into an empty collection."""
+    tops_seconds: float = 0.0
+    """Of ``seconds``: computing the tops of the long BM25 lists the ingest changed."""
     warnings: list[str] = field(default_factory=list)
     """What the caller should know and fix (documents the embedder does not cover)."""
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import bm25_codec as codec
 from . import params
-from .bm25_topk import BlockMeta, Postings, TermStats, Work, top_k
+from .bm25_topk import BlockMeta, Postings, TermStats, Tops, Work, top_k, top_k_from_tops
 from .bm25_write import (
     FORWARD_PACKED,
     Changes,
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .collections import Collection
     from .db import Database
 
+TOPS_MAX_TERMS = 2
+"""Queries of at most this many distinct terms try the lists' tops first: a 1-term query
+is decided by them alone; with more terms the chunks outside every top may score more, and
+at 1M chunks 3-term queries were slower for trying (bench/README, stop 32)."""
 FILTER_SET_BELOW = 10000
 """A metadata filter passing fewer chunks than this is applied as an id set; a broader
 one by checking the candidates."""
@@ -123,8 +127,14 @@ class _DbSource:
 
     def __init__(self, conn: Any, collection_id: int, tenant: str, classes: list[int]) -> None:
         self.conn, self.cid, self.tenant, self.classes = conn, collection_id, tenant, classes
+        self.read: dict[str, Postings] = {}
+        """Terms whose every list the search has read whole already."""
 
     def postings(self, terms: Sequence[str]) -> dict[str, Postings]:
+        out = {t: self.read[t] for t in terms if t in self.read}
+        terms = [t for t in terms if t not in self.read]
+        if not terms:
+            return out
         rows = self.conn.execute(
             "SELECT term, data FROM bm25_blocks WHERE collection_id = %s AND tenant = %s "
             "AND term = ANY(%s) AND class_id = ANY(%s)",
@@ -134,7 +144,7 @@ class _DbSource:
         by_term: dict[str, list[bytes]] = {}
         for term, data in rows:
             by_term.setdefault(term, []).append(data)
-        return {t: codec.decode_blocks(d) for t, d in by_term.items()}
+        return out | {t: codec.decode_blocks(d) for t, d in by_term.items()}
 
     def block_meta(self, terms: Sequence[str]) -> dict[str, BlockMeta]:
         # one row per term, its blocks' columns as arrays in (class, first id) order: a
@@ -217,26 +227,53 @@ def search(
         return []
     acl, acl_params = acl_sql(principal, "c", include_history=include_history, filters=filters)
     cur = "" if include_history else " AND is_current"
+    tops_wanted = filters is None and len(uniq) <= TOPS_MAX_TERMS
+    args = {
+        "cid": collection.id,
+        "tenant": principal.tenant,
+        "groups": list(principal.groups),
+        "terms": uniq,
+        "top": codec.TOP_POSTINGS,
+        "tops": tops_wanted,
+    }
+    classes_sql = (
+        "SELECT class_id, n_chunks, sum_dl FROM bm25_classes WHERE collection_id = %(cid)s "
+        "AND tenant = %(tenant)s AND (groups = '{}'::text[] OR groups && %(groups)s::text[])"
+        f"{cur}"
+    )
     with db.connection() as conn:
-        # one snapshot for every statement of the search; BEGIN, SET and the statistics go
-        # to the server in one round trip
+        # one snapshot for every statement of the search; BEGIN, SET, the statistics (with
+        # the tops of long lists) and the short lists whole go to the server in one round
+        # trip
         with conn.pipeline():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            rows = conn.execute(
-                "WITH cls AS (SELECT class_id, n_chunks, sum_dl FROM bm25_classes WHERE collection_id = %(cid)s "
-                "AND tenant = %(tenant)s AND (groups = '{}'::text[] OR groups && %(groups)s::text[])"
-                f"{cur}) "
-                "SELECT NULL::text, sum(n_chunks), sum(sum_dl), NULL::int, array_agg(class_id) FROM cls "
-                "UNION ALL SELECT t.term, sum(t.df), max(t.max_tf), min(t.min_dl), NULL FROM bm25_terms t "
+            stats_cur = conn.execute(
+                f"WITH cls AS ({classes_sql}) "
+                "SELECT NULL::text, sum(n_chunks), sum(sum_dl), NULL::int, array_agg(class_id), "
+                "NULL::bool, NULL::bytea[], NULL::bytea[], NULL::bool FROM cls "
+                "UNION ALL SELECT t.term, sum(t.df), max(t.max_tf), min(t.min_dl), NULL, "
+                "bool_and(t.df <= %(top)s OR t.top IS NOT NULL), "
+                "array_agg(t.top) FILTER (WHERE %(tops)s AND t.df > %(top)s), "
+                "array_agg(t.top_rest) FILTER (WHERE %(tops)s AND t.df > %(top)s), "
+                "bool_and(t.df <= %(top)s) FROM bm25_terms t "
                 "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
                 "AND t.class_id IN (SELECT class_id FROM cls) GROUP BY t.term",
-                {
-                    "cid": collection.id,
-                    "tenant": principal.tenant,
-                    "groups": list(principal.groups),
-                    "terms": uniq,
-                },
-            ).fetchall()
+                args,
+                binary=True,
+            )
+            short_cur = conn.execute(
+                f"WITH cls AS ({classes_sql}) "
+                "SELECT b.term, b.data, t.df FROM bm25_terms t JOIN bm25_blocks b ON b.collection_id = t.collection_id "
+                "AND b.tenant = t.tenant AND b.term = t.term AND b.class_id = t.class_id "
+                "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
+                "AND t.df <= %(top)s AND t.class_id IN (SELECT class_id FROM cls)",
+                args,
+                binary=True,
+            )
+        rows = stats_cur.fetchall()
+        shorts: dict[str, list[bytes]] = {}
+        for term, data, _df in short_cur.fetchall():
+            shorts.setdefault(term, []).append(data)
         head = next(r for r in rows if r[0] is None)
         classes, n_docs, sum_dl = (
             [int(c) for c in head[4] or ()],
@@ -245,21 +282,60 @@ def search(
         )
         if not classes or n_docs <= 0:
             return []
-        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows if r[0] is not None]
+        terms_rows = [r for r in rows if r[0] is not None]
+        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in terms_rows]
+        short = {t: codec.decode_blocks(d) for t, d in shorts.items()}
+        source = _DbSource(conn, collection.id, principal.tenant, classes)
+        # a term whose every list is short is read whole already
+        source.read = {r[0]: short[r[0]] for r in terms_rows if r[8] and r[0] in short}
+        avgdl = sum_dl / n_docs
+        if tops_wanted and terms_rows and all(r[5] for r in terms_rows):
+            got = top_k_from_tops(
+                stats,
+                n_docs,
+                avgdl,
+                k,
+                {r[0]: _tops(r[6] or (), r[7] or (), short.get(r[0])) for r in terms_rows},
+                source,
+                k1=k1,
+                b=b,
+                work=work,
+            )
+            if got is not None:
+                return got
+            if work is not None:
+                work.tops = -1
         verify = None
         if filters is not None:
             verify = _filter_check(conn, collection.id, acl, acl_params)
-        return top_k(
-            stats,
-            n_docs,
-            sum_dl / n_docs,
-            k,
-            _DbSource(conn, collection.id, principal.tenant, classes),
-            k1=k1,
-            b=b,
-            verify=verify,
-            work=work,
+        return top_k(stats, n_docs, avgdl, k, source, k1=k1, b=b, verify=verify, work=work)
+
+
+def _tops(tops: Sequence[bytes], rests: Sequence[bytes], short: Postings | None) -> Tops:
+    """One term's :class:`Tops`: the tops of its long lists and its short lists whole."""
+    parts = [codec.decode_block(t) for t in tops]
+    if short is not None:
+        parts.append(short)
+    if not parts:
+        e = np.empty(0, dtype=np.int64)
+        known: Postings = (e, e, e)
+    else:
+        ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(ids, kind="stable")
+        known = (
+            ids[order],
+            np.concatenate([p[1] for p in parts])[order],
+            np.concatenate([p[2] for p in parts])[order],
         )
+    fronts = [codec.decode_frontier(r) for r in rests]
+    if len(fronts) == 1:
+        return Tops(known, fronts[0])
+    e = np.empty(0, dtype=np.int64)
+    rest = codec.frontier(
+        np.concatenate([f[0] for f in fronts]) if fronts else e,
+        np.concatenate([f[1] for f in fronts]) if fronts else e,
+    )
+    return Tops(known, rest)
 
 
 def _filter_check(conn: Any, collection_id: int, acl: str, params: dict[str, Any]) -> Any:
@@ -386,6 +462,7 @@ def check(conn: Any, collection_id: int) -> list[str]:
         elif lst and (mt < max(f for f, _ in lst.values()) or md > min(d for _, d in lst.values())):
             problems.append(f"term {term}/{klass}: bounds do not bound its postings")
     problems.extend(f"term {t}/{c}: no statistics row" for t, c in want)
+    problems.extend(_check_tops(conn, collection_id, got))
     want_langs = {
         (int(r[0]), r[1]): int(r[2])
         for r in conn.execute(
@@ -404,3 +481,140 @@ def check(conn: Any, collection_id: int) -> list[str]:
     if want_langs != got_langs:
         problems.append(f"languages per class {got_langs} differ from a recount {want_langs}")
     return problems
+
+
+# -- tops -----------------------------------------------------------------------------
+def _check_tops(
+    conn: Any, collection_id: int, lists: Mapping[tuple[str, int], Mapping[int, tuple[int, int]]]
+) -> list[str]:
+    """Tops that are not their list's postings, or frontiers that do not bound the rest."""
+    problems = []
+    for term, klass, top, rest in conn.execute(
+        "SELECT term, class_id, top, top_rest FROM bm25_terms WHERE collection_id = %s "
+        "AND top IS NOT NULL",
+        (collection_id,),
+    ):
+        postings = lists.get((term, int(klass)), {})
+        ids, tfs, dls = codec.decode_block(top)
+        known = dict(zip(ids.tolist(), zip(tfs.tolist(), dls.tolist())))
+        if any(postings.get(i) != v for i, v in known.items()):
+            problems.append(f"term {term}/{klass}: its top holds postings the list does not")
+        f_tf, f_dl = codec.decode_frontier(rest)
+        for i, (tf, dl) in postings.items():
+            if i not in known and not np.any((f_tf >= tf) & (f_dl <= dl)):
+                problems.append(f"term {term}/{klass}: chunk {i} is above its top's frontier")
+                break
+    return problems
+
+
+TOPS_BATCH_POSTINGS = 1_000_000
+"""Postings of the lists whose tops one transaction computes (their term rows stay locked
+for it: a writer of those terms waits, and a list being written is skipped)."""
+
+
+def refresh_tops(
+    db: Database,
+    collection_id: int,
+    *,
+    tenant: str | None = None,
+    seconds: float | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> int:
+    """Compute the top and rest frontier (:func:`.bm25_codec.split_top`) of every list
+    longer than :data:`.bm25_codec.TOP_POSTINGS` that has none (a write cleared it), the
+    longest lists first, until done or ``seconds`` have passed; returns the lists done.
+
+    Each batch locks its term rows (SKIP LOCKED: a list a writer holds is left for the
+    next refresh), so the postings it reads are the list's, and a write that comes after
+    clears what it stored."""
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    with db.connection() as conn:
+        tenants = [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT tenant FROM bm25_classes WHERE collection_id = %s ORDER BY 1",
+                (collection_id,),
+            )
+            if tenant is None or r[0] == tenant
+        ]
+    done = 0
+    for t in tenants:
+        while deadline is None or time.monotonic() < deadline:
+            with db.connection() as conn:
+                todo = conn.execute(
+                    "SELECT term, class_id, df FROM bm25_terms WHERE collection_id = %s AND tenant = %s "
+                    "AND top IS NULL AND df > %s ORDER BY df DESC, term, class_id LIMIT 256",
+                    (collection_id, t, codec.TOP_POSTINGS),
+                ).fetchall()
+                if not todo:
+                    break
+                batch: list[tuple[str, int]] = []
+                size = 0
+                for term, klass, df in todo:
+                    if batch and size + df > TOPS_BATCH_POSTINGS:
+                        break
+                    batch.append((term, int(klass)))
+                    size += int(df)
+                batch.sort()
+                locked = conn.execute(
+                    "SELECT t.term, t.class_id FROM bm25_terms t JOIN unnest(%s::text[], %s::int8[]) "
+                    "AS u(term, cls) ON t.term = u.term AND t.class_id = u.cls "
+                    "WHERE t.collection_id = %s AND t.tenant = %s AND t.top IS NULL "
+                    "ORDER BY t.term, t.class_id FOR UPDATE OF t SKIP LOCKED",
+                    ([k[0] for k in batch], [k[1] for k in batch], collection_id, t),
+                ).fetchall()
+                if not locked:
+                    # every list left is being written: the writes clear them again anyway
+                    break
+                done += _store_tops(conn, collection_id, t, locked, k1, b)
+    return done
+
+
+def _store_tops(
+    conn: Any, collection_id: int, tenant: str, lists: Sequence[Any], k1: float, b: float
+) -> int:
+    """Compute and store the tops of ``lists`` ((term, class) rows locked by the caller)."""
+    avgdl = {
+        int(r[0]): int(r[2]) / max(int(r[1]), 1)
+        for r in conn.execute(
+            "SELECT class_id, n_chunks, sum_dl FROM bm25_classes WHERE collection_id = %s AND tenant = %s",
+            (collection_id, tenant),
+        )
+    }
+    data: dict[tuple[str, int], list[bytes]] = {}
+    for term, klass, blob in conn.execute(
+        "SELECT b.term, b.class_id, b.data FROM bm25_blocks b JOIN unnest(%s::text[], %s::int8[]) "
+        "AS u(term, cls) ON b.term = u.term AND b.class_id = u.cls "
+        "WHERE b.collection_id = %s AND b.tenant = %s",
+        ([r[0] for r in lists], [int(r[1]) for r in lists], collection_id, tenant),
+        binary=True,
+    ):
+        data.setdefault((term, int(klass)), []).append(blob)
+    keys, tops, rests = [], [], []
+    for key, blobs in data.items():
+        ids, tfs, dls = codec.decode_blocks(blobs)
+        order = np.argsort(ids, kind="stable")
+        top, rest = codec.split_top(
+            ids[order], tfs[order], dls[order], avgdl.get(key[1], 1.0) or 1.0, k1, b
+        )
+        keys.append(key)
+        tops.append(top)
+        rests.append(rest)
+    if keys:
+        conn.execute(
+            "UPDATE bm25_terms t SET top = u.top, top_rest = u.rest FROM unnest(%s::text[], %s::int8[], "
+            "%s::bytea[], %s::bytea[]) AS u(term, cls, top, rest) WHERE t.collection_id = %s "
+            "AND t.tenant = %s AND t.term = u.term AND t.class_id = u.cls",
+            (
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                tops,
+                rests,
+                collection_id,
+                tenant,
+            ),
+        )
+    return len(keys)

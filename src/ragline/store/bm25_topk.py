@@ -116,6 +116,9 @@ class Work:
     forward: int = 0
     """Candidates scored from their own term lists instead of the lists' blocks."""
     rounds: int = 0
+    tops: int = 0
+    """1: the lists' tops decided the top k; -1: they were tried and could not; 0: not
+    tried."""
     detail: dict[str, int] = field(default_factory=dict)
 
 
@@ -461,6 +464,22 @@ class _BlockBounds:
         return bound, needed
 
 
+def _plan(
+    stats: Sequence[TermStats], n_docs: int, avgdl: float, k1: float, b: float
+) -> tuple[list[TermStats], dict[str, float], dict[str, float]]:
+    """The query's terms in the order their scores are added (highest bound first), with
+    their idf and bound: every path adds a chunk's term scores in this order, so equal
+    scores are equal to the bit whichever path found them."""
+    terms = [s for s in stats if s.df > 0]
+    idfs = {s.term: idf(n_docs, s.df) for s in terms}
+    ubs = {
+        s.term: idfs[s.term]
+        * float(_tf_part(np.array([s.max_tf]), np.array([s.min_dl]), avgdl, k1, b)[0])
+        for s in terms
+    }
+    return sorted(terms, key=lambda s: (-ubs[s.term], s.df, s.term)), idfs, ubs
+
+
 def top_k(
     stats: Sequence[TermStats],
     n_docs: int,
@@ -500,18 +519,11 @@ def _top_k(
     held: list[_Accumulator | _Positions],
 ) -> list[tuple[int, float]]:
     work = work if work is not None else Work()
-    terms = [s for s in stats if s.df > 0]
-    if not terms or k <= 0 or n_docs <= 0 or avgdl <= 0:
+    if k <= 0 or n_docs <= 0 or avgdl <= 0:
         return []
-    idfs = {s.term: idf(n_docs, s.df) for s in terms}
-
-    def bound(s: TermStats) -> float:
-        return idfs[s.term] * float(
-            _tf_part(np.array([s.max_tf]), np.array([s.min_dl]), avgdl, k1, b)[0]
-        )
-
-    ubs = {s.term: bound(s) for s in terms}
-    order = sorted(terms, key=lambda s: (-ubs[s.term], s.df, s.term))
+    order, idfs, ubs = _plan(stats, n_docs, avgdl, k1, b)
+    if not order:
+        return []
     rest_ub = [0.0] * (len(order) + 1)
     for i in range(len(order) - 1, -1, -1):
         rest_ub[i] = rest_ub[i + 1] + ubs[order[i].term]
@@ -766,3 +778,139 @@ def _top_k(
         return [(int(acc_ids[j]), float(acc[j])) for j in sel if acc[j] > 0]
 
     return [(int(acc_ids[j]), float(acc[j])) for j in _best(acc_ids, acc, k) if acc[j] > 0]
+
+
+TOPS_MAX_FORWARD = 512
+"""The tops path gives up (for :func:`top_k`) when more candidates than this would have to
+be scored from their rows: a query whose top k the tops do not decide."""
+TOPS_REACH = 0.25
+"""... or at once when θ (the k-th best lower bound) would have to rise more than this
+share of the way to the k-th best upper bound to pass the chunks outside every top."""
+
+
+@dataclass(frozen=True)
+class Tops:
+    """What the tops of a query's lists say of one term: ``known`` — postings whose score
+    for the term is known (the tops of its long lists and its short lists whole, ids
+    sorted) — and ``rest`` — the (tf, dl) frontier of every posting not among them (empty:
+    there is none)."""
+
+    known: Postings
+    rest: tuple[np.ndarray, np.ndarray]
+
+
+def top_k_from_tops(
+    stats: Sequence[TermStats],
+    n_docs: int,
+    avgdl: float,
+    k: int,
+    tops: Mapping[str, Tops],
+    source: PostingSource,
+    *,
+    k1: float = K1,
+    b: float = B,
+    work: Work | None = None,
+) -> list[tuple[int, float]] | None:
+    """The exact top ``k`` as :func:`top_k` finds it, from each term's best postings alone
+    and a bound of the rest, or None when they do not decide it (then :func:`top_k` must);
+    and θ, a lower bound of the k-th best score (for :func:`top_k`'s ``theta``).
+
+    Every chunk in a top is a candidate; its score for a term is known where the chunk is
+    in that term's known postings, and at most the term's rest bound (the best score of
+    its frontier) where not. Candidates are scored exactly from their own rows (the
+    forward index), best upper bound first, until none left unscored can reach θ, the k-th
+    best score. A chunk in no top scores at most the sum of the rest bounds: below θ, the
+    top k is exact; else the tops cannot decide."""
+    work = work if work is not None else Work()
+    if k <= 0 or n_docs <= 0 or avgdl <= 0:
+        return []
+    order, idfs, _ = _plan(stats, n_docs, avgdl, k1, b)
+    if not order or any(s.term not in tops for s in order):
+        return [] if not order else None
+    work.terms = len(order)
+    work.postings_total = sum(s.df for s in order)
+    fronts = [tops[s.term].rest for s in order]
+
+    def rest_bound(j: int, dls: np.ndarray) -> np.ndarray:
+        """Term ``order[j]``'s best score for chunks of lengths ``dls`` whose posting is
+        not among its known ones: a posting of the rest is beaten by a frontier point, so
+        its tf is at most the largest of the points no longer than the chunk."""
+        tf_p, dl_p = fronts[j]  # tf and dl both descending
+        out = np.zeros(len(dls), dtype=np.float64)
+        if len(tf_p) == 0:
+            return out
+        first = len(dl_p) - np.searchsorted(dl_p[::-1], dls, side="right")
+        ok = first < len(dl_p)
+        out[ok] = idfs[order[j].term] * _tf_part(tf_p[first[ok]], dls[ok], avgdl, k1, b)
+        return out
+
+    # a chunk in no top: the best sum of the rest bounds at one length (the sum is
+    # highest at the length of some frontier point, where a term's bound steps up)
+    lengths = np.unique(np.concatenate([f[1] for f in fronts]))
+    outside = 0.0
+    if len(lengths):
+        total = np.zeros(len(lengths), dtype=np.float64)
+        for j in range(len(order)):
+            total += rest_bound(j, lengths)
+        outside = float(total.max())
+    known = [tops[s.term].known for s in order]
+    cand = np.unique(np.concatenate([p[0] for p in known]))
+    work.postings = sum(len(p[0]) for p in known)
+    if len(cand) == 0:
+        return [] if outside == 0.0 else None
+    lower = np.zeros(len(cand), dtype=np.float64)
+    held = np.zeros((len(order), len(cand)), dtype=bool)
+    cand_dl = np.zeros(len(cand), dtype=np.int64)
+    for j, (s, (ids, tfs, dls)) in enumerate(zip(order, known)):
+        part = np.zeros(len(cand), dtype=np.float64)
+        pos = np.searchsorted(cand, ids)
+        part[pos] = idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
+        lower = lower + part  # term by term, in the order every path adds them
+        held[j, pos] = True
+        cand_dl[pos] = dls
+    missing = np.zeros(len(cand), dtype=np.float64)
+    for j in range(len(order)):
+        if len(fronts[j][0]):
+            missing[~held[j]] += rest_bound(j, cand_dl[~held[j]])
+    upper = lower + missing
+    exact = missing == 0.0
+    theta = _kth(lower, k)
+    if outside > 0.0 and outside >= _kth(upper, k) - EPS:
+        return None  # θ can never pass the chunks outside every top
+    if outside > theta + TOPS_REACH * (_kth(upper, k) - theta):
+        return None  # θ would have to rise most of the way its bounds allow
+    size = max(k, SEEDS)
+    scored = 0
+    terms = [s.term for s in order]
+    while True:
+        todo = np.flatnonzero(~exact & (upper >= theta - EPS))
+        if len(todo) == 0:
+            break
+        if len(todo) > 2 * size:  # best bound first; else all of them now
+            todo = np.sort(todo[np.argsort(-upper[todo], kind="stable")[:size]])
+        if scored + len(todo) > TOPS_MAX_FORWARD:
+            return None
+        scored += len(todo)
+        ids_ = cand[todo]
+        got = source.forward(ids_, terms)
+        work.rounds += 1
+        work.forward += len(todo)
+        acc = np.zeros(len(todo), dtype=np.float64)
+        for s in order:
+            pids, tfs, dls = got.get(s.term, (np.empty(0, np.int64),) * 3)
+            part = np.zeros(len(todo), dtype=np.float64)
+            part[np.searchsorted(ids_, pids)] = idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
+            acc = acc + part
+        lower[todo] = acc
+        upper[todo] = acc
+        exact[todo] = True
+        theta = max(theta, _kth(lower, k))
+        if outside > 0.0 and outside >= _kth(upper, k) - EPS:
+            return None  # the bounds came down: θ cannot pass the outside now
+        size *= 2
+    if outside > 0.0 and outside >= theta - EPS:
+        return None
+    ids, scores = cand[exact], lower[exact]
+    work.candidates = len(ids)
+    work.tops = 1
+    return [(int(ids[j]), float(scores[j])) for j in _best(ids, scores, k) if scores[j] > 0]

@@ -297,7 +297,7 @@ def _apply(
             "ON CONFLICT (collection_id, tenant, term, class_id) DO UPDATE SET "
             "df = t.df + EXCLUDED.df, max_tf = greatest(t.max_tf, EXCLUDED.max_tf), "
             "min_dl = least(t.min_dl, EXCLUDED.min_dl), max_span = greatest(t.max_span, EXCLUDED.max_span), "
-            "small_blocks = t.small_blocks + EXCLUDED.small_blocks "
+            "small_blocks = t.small_blocks + EXCLUDED.small_blocks, top = NULL, top_rest = NULL "
             "RETURNING term, class_id, small_blocks, max_span) "
             "SELECT term, class_id, small_blocks, max_span FROM up WHERE small_blocks >= %s OR %s",
             (
