@@ -812,15 +812,16 @@ def top_k_from_tops(
     work: Work | None = None,
 ) -> list[tuple[int, float]] | None:
     """The exact top ``k`` as :func:`top_k` finds it, from each term's best postings alone
-    and a bound of the rest, or None when they do not decide it (then :func:`top_k` must);
-    and θ, a lower bound of the k-th best score (for :func:`top_k`'s ``theta``).
+    and a bound of the rest, or None when they do not decide it (then :func:`top_k` must).
 
     Every chunk in a top is a candidate; its score for a term is known where the chunk is
-    in that term's known postings, and at most the term's rest bound (the best score of
-    its frontier) where not. Candidates are scored exactly from their own rows (the
-    forward index), best upper bound first, until none left unscored can reach θ, the k-th
-    best score. A chunk in no top scores at most the sum of the rest bounds: below θ, the
-    top k is exact; else the tops cannot decide."""
+    in that term's known postings, and at most the term's rest bound at the chunk's own
+    length where not. Candidates are scored exactly from their own rows (the forward
+    index), best upper bound first, until none left unscored can reach θ, the k-th best
+    score. A chunk in no top scores at most the best sum of the rest bounds at one length:
+    below θ, the top k is exact; else the tops cannot decide. It gives up early (None)
+    when that is unlikely (:data:`TOPS_REACH`) or costs more rows than
+    :data:`TOPS_MAX_FORWARD`."""
     work = work if work is not None else Work()
     if k <= 0 or n_docs <= 0 or avgdl <= 0:
         return []
