@@ -106,6 +106,22 @@ class Admin:
 
         return active_collection(self.db, self.collection)
 
+    def refresh_bm25_tops(self, *, seconds: float | None = None) -> dict[str, Any]:
+        """Compute the tops of every long BM25 list of the active index version that has
+        none (an ingest refreshes those it changed within a tenth of its time; after an
+        upgrade, deletes or a large ingest some may be left): what short queries decide
+        from. ``seconds`` bounds the work; returns the lists done and the time taken."""
+        import time
+
+        from .store.bm25 import refresh_tops
+
+        col = self.active()
+        if col is None:
+            return {"lists": 0, "seconds": 0.0}
+        t = time.perf_counter()
+        n = refresh_tops(self.db, col.id, seconds=seconds)
+        return {"lists": n, "seconds": round(time.perf_counter() - t, 2)}
+
     def activate(self, version: int, *, force: bool = False) -> IndexVersion:
         from .store.versions import activate
 

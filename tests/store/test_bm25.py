@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections import Counter
@@ -195,3 +196,20 @@ def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     assert all(v is not None for v in tops().values())
     with fake_index.db.connection() as conn:
         assert bm25.check(conn, fake_index.collection.id) == []
+
+    # a delete clears its lists' tops and computes nothing; `ragline index tops` does
+    from tests.conftest import cli_runner
+
+    assert fake_index.delete("t3") == 1
+    assert any(v is None for v in tops().values())
+    run = cli_runner(
+        {
+            "RAGLINE_DATABASE_URL": fake_index.settings.database_url,
+            "RAGLINE_DB_SCHEMA": fake_index.settings.db_schema,
+        }
+    )
+    out = json.loads(run("index", "tops", "--json").output)
+    assert out["lists"] > 0
+    assert all(v is not None for v in tops().values())
+    assert json.loads(run("index", "tops", "--json").output)["lists"] == 0
+    searched(set())

@@ -162,6 +162,29 @@ def index_compact(obj: Any, as_json: bool) -> None:
         click.echo(f"tables rewritten: {', '.join(out['rewritten'])}; WAL {out['wal']}")
 
 
+@index_group.command("tops")
+@click.option("--seconds", type=float, default=None, help="Stop after this long (default: all).")
+@_json
+@click.pass_obj
+def index_tops(obj: Any, seconds: float | None, as_json: bool) -> None:
+    """Compute the BM25 tops of the long lists that have none (short queries decide from
+    them; an ingest refreshes the lists it changed within a tenth of its time, so after an
+    upgrade, deletes or a large ingest some may be left). Safe while ingests run."""
+    from ..admin import Admin
+    from ..core.settings import Settings
+
+    s = Settings.resolve(obj.settings_file, data_dir=obj.data_dir, collection=obj.collection)
+    admin = Admin.open(s)
+    try:
+        out = admin.refresh_bm25_tops(seconds=seconds)
+    finally:
+        admin.close()
+    if as_json:
+        _echo_json(out)
+    else:
+        click.echo(f"BM25 lists given tops: {out['lists']} in {out['seconds']} s")
+
+
 @index_group.command("compare")
 @click.argument("a", type=int)
 @click.argument("b", type=int)
