@@ -125,9 +125,16 @@ def visible_languages(
 class _DbSource:
     """Postings of one collection and tenant, restricted to the caller's classes."""
 
-    def __init__(self, conn: Any, collection_id: int, tenant: str, classes: list[int]) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        collection_id: int,
+        tenant: str,
+        classes: list[int],
+        read: Mapping[str, Postings] | None = None,
+    ) -> None:
         self.conn, self.cid, self.tenant, self.classes = conn, collection_id, tenant, classes
-        self.read: dict[str, Postings] = {}
+        self.read = dict(read or {})
         """Terms whose every list the search has read whole already."""
 
     def postings(self, terms: Sequence[str]) -> dict[str, Postings]:
@@ -289,9 +296,9 @@ def search(
         terms_rows = [r for r in rows if r[0] is not None]
         stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in terms_rows]
         short = {t: codec.decode_blocks(d) for t, d in shorts.items()}
-        source = _DbSource(conn, collection.id, principal.tenant, classes)
         # a term whose every list is short is read whole already
-        source.read = {r[0]: short[r[0]] for r in terms_rows if r[8] and r[0] in short}
+        read = {r[0]: short[r[0]] for r in terms_rows if r[8] and r[0] in short}
+        source = _DbSource(conn, collection.id, principal.tenant, classes, read)
         avgdl = sum_dl / n_docs
         # the tops decide when every term's long lists have one (a query of short lists
         # alone is read whole by MaxScore, from what this round trip brought)
@@ -319,25 +326,17 @@ def search(
 
 def _tops(tops: Sequence[bytes], rests: Sequence[bytes], short: Postings | None) -> Tops:
     """One term's :class:`Tops`: the tops of its long lists and its short lists whole."""
-    parts = [codec.decode_block(t) for t in tops]
-    if short is not None:
-        parts.append(short)
-    if not parts:
-        e = np.empty(0, dtype=np.int64)
-        known: Postings = (e, e, e)
-    else:
-        ids = np.concatenate([p[0] for p in parts])
-        order = np.argsort(ids, kind="stable")
-        known = (
-            ids[order],
-            np.concatenate([p[1] for p in parts])[order],
-            np.concatenate([p[2] for p in parts])[order],
-        )
+    parts = [codec.decode_blocks(tops)] + ([short] if short is not None else [])
+    ids = np.concatenate([p[0] for p in parts])
+    order = np.argsort(ids, kind="stable")
+    known = (
+        ids[order],
+        np.concatenate([p[1] for p in parts])[order],
+        np.concatenate([p[2] for p in parts])[order],
+    )
     fronts = [codec.decode_frontier(r) for r in rests]
-    if len(fronts) == 1:
-        return Tops(known, fronts[0])
     e = np.empty(0, dtype=np.int64)
-    rest = codec.frontier(
+    rest = codec.frontier(  # the frontier of the frontiers (a chunk is in one class)
         np.concatenate([f[0] for f in fronts]) if fronts else e,
         np.concatenate([f[1] for f in fronts]) if fronts else e,
     )

@@ -467,6 +467,31 @@ class _BlockBounds:
         return bound, needed
 
 
+def _from_rows(
+    source: PostingSource,
+    ids: np.ndarray,
+    terms: Sequence[TermStats],
+    idfs: Mapping[str, float],
+    acc: np.ndarray,
+    avgdl: float,
+    k1: float,
+    b: float,
+    work: Work,
+) -> np.ndarray:
+    """``acc`` plus the exact scores of ``terms`` for the chunks ``ids`` (sorted), from the
+    chunks' own term lists (one round trip), added term by term in that order, as every
+    path adds them: the same sums to the bit."""
+    got = source.forward(ids, [s.term for s in terms])
+    work.rounds += 1
+    work.forward += len(ids)
+    for s in terms:
+        pids, tfs, dls = got.get(s.term, (np.empty(0, np.int64),) * 3)
+        part = np.zeros(len(ids), dtype=np.float64)
+        part[np.searchsorted(ids, pids)] = idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
+        acc = acc + part
+    return acc
+
+
 def _plan(
     stats: Sequence[TermStats], n_docs: int, avgdl: float, k1: float, b: float
 ) -> tuple[list[TermStats], dict[str, float], dict[str, float]]:
@@ -667,20 +692,9 @@ def _top_k(
         cand_ids, cand, bounds = cand_ids[alive], cand[alive], bounds[:, alive]
 
         def from_forward(ids_: np.ndarray, js: Sequence[int], acc_: np.ndarray) -> np.ndarray:
-            """``acc_`` plus the exact scores of the terms ``rest[js]`` for the chunks ``ids_``
-            (sorted), from the chunks' own term lists, added term by term in that order
-            (as the blocks' contributions are: the same sums to the bit)."""
-            got = source.forward(ids_, [rest[j].term for j in js])
-            work.rounds += 1
-            work.forward += len(ids_)
-            for j in js:
-                pids, tfs, dls = got.get(rest[j].term, (np.empty(0, np.int64),) * 3)
-                part = np.zeros(len(ids_), dtype=np.float64)
-                part[np.searchsorted(ids_, pids)] = idfs[rest[j].term] * _tf_part(
-                    tfs, dls, avgdl, k1, b
-                )
-                acc_ = acc_ + part
-            return acc_
+            """``acc_`` plus the exact scores of the terms ``rest[js]`` for ``ids_``."""
+            terms_ = [rest[j] for j in js]
+            return _from_rows(source, ids_, terms_, idfs, acc_, avgdl, k1, b, work)
 
         # candidates whose score is exact already (scored from their own rows)
         done = np.zeros(len(cand_ids), dtype=bool)
@@ -885,7 +899,6 @@ def top_k_from_tops(
         return None  # θ would have to rise most of the way its bounds allow
     size = max(k, SEEDS)
     scored = 0
-    terms = [s.term for s in order]
     while True:
         todo = np.flatnonzero(~exact & (upper >= theta - EPS))
         if len(todo) == 0:
@@ -895,16 +908,7 @@ def top_k_from_tops(
         if scored + len(todo) > TOPS_MAX_FORWARD:
             return None
         scored += len(todo)
-        ids_ = cand[todo]
-        got = source.forward(ids_, terms)
-        work.rounds += 1
-        work.forward += len(todo)
-        acc = np.zeros(len(todo), dtype=np.float64)
-        for s in order:
-            pids, tfs, dls = got.get(s.term, (np.empty(0, np.int64),) * 3)
-            part = np.zeros(len(todo), dtype=np.float64)
-            part[np.searchsorted(ids_, pids)] = idfs[s.term] * _tf_part(tfs, dls, avgdl, k1, b)
-            acc = acc + part
+        acc = _from_rows(source, cand[todo], order, idfs, np.zeros(len(todo)), avgdl, k1, b, work)
         lower[todo] = acc
         upper[todo] = acc
         exact[todo] = True
