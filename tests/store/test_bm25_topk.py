@@ -510,7 +510,7 @@ def _tops(docs, lists, query, size):
     avgdl = sum(sum(c.values()) for c in docs.values()) / len(docs)
     out = {}
     for t in dict.fromkeys(query):
-        parts, fronts = [], []
+        parts, owners, rests = [], [], {}
         for lst in sorted(set(lists.values())):
             posts = sorted(
                 (cid, c[t], sum(c.values()))
@@ -522,14 +522,15 @@ def _tops(docs, lists, query, size):
             ids, tfs, dls = (np.array(x, dtype=np.int64) for x in zip(*posts))
             top, rest = codec.split_top(ids, tfs, dls, avgdl * (1 + lst) / 2, 1.2, 0.75, size)
             parts.append(codec.decode_block(top))
-            fronts.append(codec.decode_frontier(rest))
+            owners.append(np.full(len(parts[-1][0]), lst, dtype=np.int64))
+            if len(ids) > size:
+                rests[lst] = codec.decode_frontier(rest)
         if not parts:
             continue
         ids = np.concatenate([p[0] for p in parts])
         order = np.argsort(ids)
         known = tuple(np.concatenate([p[j] for p in parts])[order] for j in range(3))
-        rest = codec.frontier(*(np.concatenate([f[j] for f in fronts]) for j in range(2)))
-        out[t] = Tops(known, rest)
+        out[t] = Tops(known, np.concatenate(owners)[order], rests)
     return out
 
 
@@ -563,6 +564,36 @@ def test_top_k_from_tops_equals_exhaustive_when_it_decides(seed, n_docs, k, n_li
             assert work.forward == 0
     if n_docs >= 200 and size >= 16 and k <= 3:
         assert decided > 0
+
+
+def test_top_k_from_tops_bounds_a_chunk_by_the_lists_of_its_own_class():
+    """A term whose list in a chunk's class is known whole scores that chunk exactly (0
+    when the chunk is not in it), and the chunks outside every top are bounded class by
+    class: "pump" is common in class 0 only and "valve" in class 1 only, so no chunk has
+    both, and the tops decide without reading a chunk row. Bounds merged over the classes
+    would have to score candidates from their rows (each could hold the other term)."""
+    docs = {}
+    for i in range(1, 4001):
+        if i % 2:
+            docs[i] = Counter({"pump": 1 + i % 5, "x": 1 + i % 11})
+        else:
+            docs[i] = Counter({"valve": 1 + i % 7, "y": 1 + i % 13})
+    lists = {i: i % 2 for i in docs}
+    src = _source(docs, lists, 1)
+    ref, n, avgdl, _ = reference(docs, ["pump", "valve"], 10)
+    work = Work()
+    got = top_k_from_tops(
+        _stats(docs, ["pump", "valve"]),
+        n,
+        avgdl,
+        10,
+        _tops(docs, lists, ["pump", "valve"], 64),
+        src,
+        work=work,
+    )
+    assert got is not None
+    _check(got, ref)
+    assert work.forward == 0 and work.tops == 1
 
 
 def test_top_k_from_tops_reads_a_one_term_query_from_its_top():

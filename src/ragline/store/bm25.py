@@ -18,6 +18,7 @@ class rows; readers take no locks (one REPEATABLE READ snapshot per search).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -249,66 +250,60 @@ def search(
         f"{cur}"
     )
     with db.connection() as conn:
-        # one snapshot for every statement of the search; BEGIN, SET, the statistics (with
-        # the tops of long lists) and the short lists whole go to the server in one round
-        # trip
+        # one snapshot for every statement of the search; BEGIN, SET, the classes, and the
+        # statistics of each (term, class) with the top of a long list and the blocks of a
+        # short one go to the server in one round trip. Plain statements summed here: a CTE
+        # aggregating by term, and the short lists in a join of their own, cost 0.6 ms more
+        # per query at 1M chunks (bench/README, stop 33). (A longer query reads its short
+        # lists as MaxScore needs them: at 1 % visible every list is short, and reading all
+        # of them whole cost 3.3 → 4.2 ms.)
         with conn.pipeline():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            stats_cur = conn.execute(
-                f"WITH cls AS ({classes_sql}) "
-                "SELECT NULL::text, sum(n_chunks), sum(sum_dl), NULL::int, array_agg(class_id), "
-                "NULL::bool, NULL::bytea[], NULL::bytea[], NULL::bool FROM cls "
-                "UNION ALL SELECT t.term, sum(t.df), max(t.max_tf), min(t.min_dl), NULL, "
-                "bool_and(t.df <= %(top)s OR t.top IS NOT NULL), "
-                "array_agg(t.top) FILTER (WHERE %(tops)s AND t.df > %(top)s), "
-                "array_agg(t.top_rest) FILTER (WHERE %(tops)s AND t.df > %(top)s), "
-                "bool_and(t.df <= %(top)s) FROM bm25_terms t "
-                "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
-                "AND t.class_id IN (SELECT class_id FROM cls) GROUP BY t.term",
+            classes_cur = conn.execute(classes_sql, args, binary=True)
+            terms_cur = conn.execute(
+                "SELECT t.term, t.class_id, t.df, t.max_tf, t.min_dl, "
+                "CASE WHEN %(tops)s AND t.df > %(top)s THEN t.top END, "
+                "CASE WHEN %(tops)s AND t.df > %(top)s THEN t.top_rest END, "
+                "CASE WHEN %(tops)s AND t.df <= %(top)s THEN ARRAY(SELECT b.data FROM bm25_blocks b "
+                "WHERE b.collection_id = %(cid)s AND b.tenant = %(tenant)s AND b.term = t.term "
+                "AND b.class_id = t.class_id) END "
+                "FROM bm25_terms t WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s "
+                f"AND t.term = ANY(%(terms)s) AND t.class_id IN (SELECT class_id FROM ({classes_sql}) v)",
                 args,
                 binary=True,
             )
-            # (a longer query reads its short lists as MaxScore needs them: at 1 % visible,
-            # every list is short, and reading all of them whole cost 3.3 → 4.2 ms)
-            short_cur = None
-            if tops_wanted:
-                short_cur = conn.execute(
-                    f"WITH cls AS ({classes_sql}) "
-                    "SELECT b.term, b.data FROM bm25_terms t JOIN bm25_blocks b ON b.collection_id = t.collection_id "
-                    "AND b.tenant = t.tenant AND b.term = t.term AND b.class_id = t.class_id "
-                    "WHERE t.collection_id = %(cid)s AND t.tenant = %(tenant)s AND t.term = ANY(%(terms)s) "
-                    "AND t.df <= %(top)s AND t.class_id IN (SELECT class_id FROM cls)",
-                    args,
-                    binary=True,
-                )
-        rows = stats_cur.fetchall()
-        shorts: dict[str, list[bytes]] = {}
-        for term, data in short_cur.fetchall() if short_cur is not None else ():
-            shorts.setdefault(term, []).append(data)
-        head = next(r for r in rows if r[0] is None)
-        classes, n_docs, sum_dl = (
-            [int(c) for c in head[4] or ()],
-            int(head[1] or 0),
-            int(head[2] or 0),
-        )
+        class_rows = classes_cur.fetchall()
+        classes = [int(r[0]) for r in class_rows]
+        n_docs = sum(int(r[1]) for r in class_rows)
+        sum_dl = sum(int(r[2]) for r in class_rows)
         if not classes or n_docs <= 0:
             return []
-        terms_rows = [r for r in rows if r[0] is not None]
-        stats = [TermStats(r[0], int(r[1]), int(r[2]), int(r[3])) for r in terms_rows]
-        short = {t: codec.decode_blocks(d) for t, d in shorts.items()}
+        lists: dict[str, _TermLists] = {}
+        for term, klass, df, max_tf, min_dl, top, rest, blocks in terms_cur.fetchall():
+            lists.setdefault(term, _TermLists()).add(
+                int(klass), int(df), int(max_tf), int(min_dl), top, rest, blocks
+            )
+        stats = [TermStats(t, x.df, x.max_tf, x.min_dl) for t, x in sorted(lists.items())]
+        short = {
+            t: codec.decode_blocks([b for _, b in x.shorts]) for t, x in lists.items() if x.shorts
+        }
         # a term whose every list is short is read whole already
-        read = {r[0]: short[r[0]] for r in terms_rows if r[8] and r[0] in short}
+        read = {t: short[t] for t, x in lists.items() if x.all_short and t in short}
         source = _DbSource(conn, collection.id, principal.tenant, classes, read)
         avgdl = sum_dl / n_docs
         # the tops decide when every term's long lists have one (a query of short lists
         # alone is read whole by MaxScore, from what this round trip brought)
-        if tops_wanted and all(r[5] for r in terms_rows) and any(r[6] for r in terms_rows):
+        if (
+            tops_wanted
+            and all(x.all_topped for x in lists.values())
+            and any(x.tops for x in lists.values())
+        ):
             got = top_k_from_tops(
                 stats,
                 n_docs,
                 avgdl,
                 k,
-                {r[0]: _tops(r[6] or (), r[7] or (), short.get(r[0])) for r in terms_rows},
+                {t: _tops(x, short.get(t)) for t, x in lists.items()},
                 source,
                 k1=k1,
                 b=b,
@@ -324,9 +319,49 @@ def search(
         return top_k(stats, n_docs, avgdl, k, source, k1=k1, b=b, verify=verify, work=work)
 
 
-def _tops(tops: Sequence[bytes], rests: Sequence[bytes], short: Postings | None) -> Tops:
-    """One term's :class:`Tops`: the tops of its long lists and its short lists whole."""
-    parts = [codec.decode_blocks(tops)] + ([short] if short is not None else [])
+@dataclass
+class _TermLists:
+    """One query term's lists in the caller's classes, as the first round trip read them:
+    the statistics summed over them, the top and rest frontier of each long list that has
+    them, the blocks of each short list."""
+
+    df: int = 0
+    max_tf: int = 0
+    min_dl: int = 2**63 - 1
+    all_topped: bool = True
+    """Every long list has its top (none is waiting for a refresh)."""
+    all_short: bool = True
+    tops: list[tuple[int, bytes, bytes]] = field(default_factory=list)
+    shorts: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def add(
+        self,
+        klass: int,
+        df: int,
+        max_tf: int,
+        min_dl: int,
+        top: bytes | None,
+        rest: bytes | None,
+        blocks: Sequence[bytes] | None,
+    ) -> None:
+        self.df += df
+        self.max_tf = max(self.max_tf, max_tf)
+        self.min_dl = min(self.min_dl, min_dl)
+        long = df > codec.TOP_POSTINGS
+        self.all_short = self.all_short and not long
+        self.all_topped = self.all_topped and (not long or top is not None)
+        if top is not None and rest is not None:
+            self.tops.append((klass, top, rest))
+        self.shorts.extend((klass, bytes(d)) for d in blocks or ())
+
+
+def _tops(lists: _TermLists, short: Postings | None) -> Tops:
+    """One term's :class:`Tops`: the tops of its long lists and its short lists whole
+    (``short``: their blocks decoded), with each posting's class."""
+    parts = [codec.decode_blocks([t for _, t, _ in lists.tops])]
+    parts += [short] if short is not None else []
+    owners = [c for c, _, _ in lists.tops] + [c for c, _ in lists.shorts]
+    sizes = codec.block_sizes([t for _, t, _ in lists.tops] + [d for _, d in lists.shorts])
     ids = np.concatenate([p[0] for p in parts])
     order = np.argsort(ids, kind="stable")
     known = (
@@ -334,13 +369,9 @@ def _tops(tops: Sequence[bytes], rests: Sequence[bytes], short: Postings | None)
         np.concatenate([p[1] for p in parts])[order],
         np.concatenate([p[2] for p in parts])[order],
     )
-    fronts = [codec.decode_frontier(r) for r in rests]
-    e = np.empty(0, dtype=np.int64)
-    rest = codec.frontier(  # the frontier of the frontiers (a chunk is in one class)
-        np.concatenate([f[0] for f in fronts]) if fronts else e,
-        np.concatenate([f[1] for f in fronts]) if fronts else e,
-    )
-    return Tops(known, rest)
+    owner = np.repeat(np.array(owners, dtype=np.int64), sizes)[order]
+    rest = {c: codec.decode_frontier(r) for c, _, r in lists.tops}
+    return Tops(known, owner, rest)
 
 
 def _filter_check(conn: Any, collection_id: int, acl: str, params: dict[str, Any]) -> Any:

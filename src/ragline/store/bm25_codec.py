@@ -140,6 +140,11 @@ def decode_blocks(
 _NONE = np.empty(0, dtype=np.int64)
 
 
+def block_sizes(blocks: Sequence[bytes | memoryview]) -> np.ndarray:
+    """The number of postings in each block."""
+    return np.array([_HEADER.unpack_from(b, 0)[1] for b in blocks], dtype=np.int64)
+
+
 def _bytes_per_posting(ids: np.ndarray, tfs: np.ndarray, dls: np.ndarray) -> int:
     d = int(np.diff(ids).max()) if len(ids) > 1 else 0
     return (

@@ -807,13 +807,26 @@ share of the way to the k-th best upper bound to pass the chunks outside every t
 
 @dataclass(frozen=True)
 class Tops:
-    """What the tops of a query's lists say of one term: ``known`` — postings whose score
-    for the term is known (the tops of its long lists and its short lists whole, ids
-    sorted) — and ``rest`` — the (tf, dl) frontier of every posting not among them (empty:
-    there is none)."""
+    """What the tops of a query's lists say of one term, list (ACL class) by list:
+    ``known`` — postings whose score for the term is known (the tops of its long lists and
+    its short lists whole, ids sorted), ``lists`` — the list of each, and ``rest`` — for
+    each list with postings not among them, the (tf, dl) frontier of those. A list in
+    neither is known whole, or holds no posting of the term."""
 
     known: Postings
-    rest: tuple[np.ndarray, np.ndarray]
+    lists: np.ndarray
+    rest: Mapping[int, tuple[np.ndarray, np.ndarray]]
+
+
+def _sorted_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values sorted, and the position in ``values`` of each one's first
+    occurrence (a sort: numpy's hash-based unique cost ~4x more on a query's few thousand
+    ids)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first], order[first]
 
 
 def top_k_from_tops(
@@ -832,12 +845,13 @@ def top_k_from_tops(
     and a bound of the rest, or None when they do not decide it (then :func:`top_k` must).
 
     Every chunk in a top is a candidate; its score for a term is known where the chunk is
-    in that term's known postings, and at most the term's rest bound at the chunk's own
-    length where not. Candidates are scored exactly from their own rows (the forward
-    index), best upper bound first, until none left unscored can reach θ, the k-th best
-    score. A chunk in no top scores at most the best sum of the rest bounds at one length:
-    below θ, the top k is exact; else the tops cannot decide. It gives up early (None)
-    when that is unlikely (:data:`TOPS_REACH`) or costs more rows than
+    in that term's known postings; where not, it is 0 if the term's list in the chunk's
+    own class is known whole, else at most that list's rest bound at the chunk's length.
+    Candidates are scored exactly from their own rows (the forward index), best upper
+    bound first, until none left unscored can reach θ, the k-th best score. A chunk in no
+    top scores at most the best sum, over one class and one length, of the rest bounds of
+    that class's lists: below θ, the top k is exact; else the tops cannot decide. It gives
+    up early (None) when that is unlikely (:data:`TOPS_REACH`) or costs more rows than
     :data:`TOPS_MAX_FORWARD`."""
     work = work if work is not None else Work()
     if k <= 0 or n_docs <= 0 or avgdl <= 0:
@@ -847,13 +861,13 @@ def top_k_from_tops(
         return [] if not order else None
     work.terms = len(order)
     work.postings_total = sum(s.df for s in order)
-    fronts = [tops[s.term].rest for s in order]
+    rests = [tops[s.term].rest for s in order]
 
-    def rest_bound(j: int, dls: np.ndarray) -> np.ndarray:
+    def rest_bound(j: int, front: tuple[np.ndarray, np.ndarray], dls: np.ndarray) -> np.ndarray:
         """Term ``order[j]``'s best score for chunks of lengths ``dls`` whose posting is
-        not among its known ones: a posting of the rest is beaten by a frontier point, so
+        among the postings ``front`` bounds: one of them is beaten by a frontier point, so
         its tf is at most the largest of the points no longer than the chunk."""
-        tf_p, dl_p = fronts[j]  # tf and dl both descending
+        tf_p, dl_p = front  # tf and dl both descending
         out = np.zeros(len(dls), dtype=np.float64)
         if len(tf_p) == 0:
             return out
@@ -862,17 +876,20 @@ def top_k_from_tops(
         out[ok] = idfs[order[j].term] * _tf_part(tf_p[first[ok]], dls[ok], avgdl, k1, b)
         return out
 
-    # a chunk in no top: the best sum of the rest bounds at one length (the sum is
-    # highest at the length of some frontier point, where a term's bound steps up)
-    lengths = np.unique(np.concatenate([f[1] for f in fronts]))
+    # a chunk in no top: in its class, the best sum of the rest bounds at one length (the
+    # sum is highest at the length of some frontier point, where a term's bound steps up)
     outside = 0.0
-    if len(lengths):
-        total = np.zeros(len(lengths), dtype=np.float64)
-        for j in range(len(order)):
-            total += rest_bound(j, lengths)
-        outside = float(total.max())
+    for lst in sorted(set().union(*rests)):
+        fronts = [(j, r[lst]) for j, r in enumerate(rests) if lst in r]
+        lengths = _sorted_unique(np.concatenate([f[1] for _, f in fronts]))[0]
+        if len(lengths):
+            total = np.zeros(len(lengths), dtype=np.float64)
+            for j, f in fronts:
+                total += rest_bound(j, f, lengths)
+            outside = max(outside, float(total.max()))
     known = [tops[s.term].known for s in order]
-    cand = np.unique(np.concatenate([p[0] for p in known]))
+    cand, at = _sorted_unique(np.concatenate([p[0] for p in known]))
+    cand_list = np.concatenate([tops[s.term].lists for s in order])[at]
     work.postings = sum(len(p[0]) for p in known)
     if len(cand) == 0:
         return [] if outside == 0.0 else None
@@ -888,8 +905,10 @@ def top_k_from_tops(
         cand_dl[pos] = dls
     missing = np.zeros(len(cand), dtype=np.float64)
     for j in range(len(order)):
-        if len(fronts[j][0]):
-            missing[~held[j]] += rest_bound(j, cand_dl[~held[j]])
+        for lst, front in rests[j].items():
+            lacking = ~held[j] & (cand_list == lst)
+            if len(front[0]) and lacking.any():
+                missing[lacking] += rest_bound(j, front, cand_dl[lacking])
     upper = lower + missing
     exact = missing == 0.0
     theta = _kth(lower, k)
