@@ -919,7 +919,9 @@ def top_k_from_tops(
     size = max(k, SEEDS)
     scored = 0
     while True:
-        todo = np.flatnonzero(~exact & (upper >= theta - EPS))
+        # a candidate bounded below the outside need not be scored: the tops decide only
+        # once θ passes the outside, and then it is below θ too
+        todo = np.flatnonzero(~exact & (upper >= max(theta, outside) - EPS))
         if len(todo) == 0:
             break
         if len(todo) > 2 * size:  # best bound first; else all of them now
