@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingDependencyError
 from .batching import embed_longest_first
+from .sessions import cpu_session
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,7 +76,6 @@ class MiniLMEmbedder:
         with self._lock:
             if self._session is not None:
                 return
-            import onnxruntime as ort
             from tokenizers import Tokenizer
 
             onnx, tok = model_files()
@@ -85,12 +85,7 @@ class MiniLMEmbedder:
             counter = Tokenizer.from_file(str(tok))
             counter.no_truncation()
             counter.no_padding()
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = self.threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            session = ort.InferenceSession(str(onnx), so, providers=["CPUExecutionProvider"])
+            session = cpu_session(str(onnx), self.threads)
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer, self._counter, self._session = tokenizer, counter, session
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, MissingDependencyError
 from .batching import embed_longest_first
+from .sessions import cpu_session
 
 if TYPE_CHECKING:
     import numpy as np
@@ -245,7 +246,7 @@ class OnnxDirEmbedder:
             if self._session is not None:
                 return
             try:
-                import onnxruntime as ort
+                import onnxruntime  # noqa: F401
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise MissingDependencyError(
@@ -262,15 +263,8 @@ class OnnxDirEmbedder:
             tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)  # longest in batch
             counter.no_truncation()
             counter.no_padding()
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = self.threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             try:
-                session = ort.InferenceSession(
-                    str(self.model_file), so, providers=["CPUExecutionProvider"]
-                )
+                session = cpu_session(str(self.model_file), self.threads)
             except Exception as exc:
                 raise ConfigError(f"cannot load {self.model_file}: {exc}") from exc
             inputs = {i.name for i in session.get_inputs()}

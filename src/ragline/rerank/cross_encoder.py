@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, MissingDependencyError, RaglineError
 from ..embed.onnx_dir import find_model_file
+from ..embed.sessions import cpu_session
 from . import rank_by_scores
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class CrossEncoderReranker:
             if self._session is not None:
                 return
             try:
-                import onnxruntime as ort
+                import onnxruntime  # noqa: F401
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise MissingDependencyError(
@@ -171,15 +172,8 @@ class CrossEncoderReranker:
             pairs.enable_padding(pad_id=pad_id, pad_token=pad_token)  # longest in batch
             queries.no_padding()
             queries.enable_truncation(max_length=self.max_length // 2)
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = self.threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             try:
-                session = ort.InferenceSession(
-                    str(self.model_file), so, providers=["CPUExecutionProvider"]
-                )
+                session = cpu_session(str(self.model_file), self.threads)
             except Exception as exc:
                 raise ConfigError(f"cannot load {self.model_file}: {exc}") from exc
             inputs = {i.name for i in session.get_inputs()}
