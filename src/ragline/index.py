@@ -6,6 +6,8 @@ used alone.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -196,10 +198,21 @@ class Index:
         self.refresh()
         if self.collection is None:
             return 0
+        t = time.perf_counter()
         try:
-            return sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
+            n = sum(delete_document(self.db, self.collection, tenant, k) for k in doc_keys)
         finally:
             self._written()
+        if n:
+            self._tops_after(tenant, time.perf_counter() - t)
+        return n
+
+    def _tops_after(self, tenant: str, spent: float) -> None:
+        """The BM25 tops a delete or purge cleared, computed again within its budget
+        (:meth:`Ingestion.refresh_tops_after`); a failure is logged, the write stands."""
+        _, warning = self.ingestion.refresh_tops_after(tenant, spent)
+        if warning:
+            logging.getLogger(__name__).warning(warning)
 
     def purge(
         self, doc: str | Path, *, tenant: str = "default", erase: bool | None = None
@@ -224,8 +237,9 @@ class Index:
         if erase is None:
             erase = self.settings.purge_rewrite
         mb = self.settings.purge_rewrite_max_mb
+        t = time.perf_counter()
         try:
-            return purge_everywhere(
+            out = purge_everywhere(
                 self.db,
                 self.settings.collection,
                 self.collection,
@@ -236,6 +250,8 @@ class Index:
             )
         finally:
             self._written()
+        self._tops_after(tenant, time.perf_counter() - t)
+        return out
 
     def _keys_for(self, doc: str | Path) -> list[str]:
         self.binding.require_collection()

@@ -230,20 +230,32 @@ class Ingestion:
             self._refresh_tops(tenant, report)
 
     def _refresh_tops(self, tenant: str, report: Any) -> None:
-        """Recompute the tops of the long BM25 lists this ingest changed (short queries
-        decide from them), within a tenth of the ingest's time: what is left waits for the
-        next ingest, and a query over such a list reads it as before. The ingest is
-        written either way; a failure here is a warning."""
+        """The tops after an ingest (:meth:`refresh_tops_after`); a failure becomes a
+        warning on the report."""
+        report.tops_seconds, warning = self.refresh_tops_after(tenant, report.seconds)
+        report.seconds += report.tops_seconds
+        if warning:
+            report.warnings.append(warning)
+
+    def refresh_tops_after(self, tenant: str, spent: float) -> tuple[float, str | None]:
+        """Recompute the tops of the long BM25 lists a write (an ingest, a delete, a purge)
+        changed, within a tenth of the ``spent`` seconds it took (at least
+        :data:`TOPS_MIN_SECONDS`): short queries decide from them. What is left waits for
+        the next write or ``ragline index tops``, and a query over such a list reads it as
+        before. The write is done either way: a failure is returned as a warning, with the
+        seconds this took."""
         from .store.bm25 import refresh_tops
 
-        seconds = max(TOPS_MIN_SECONDS, TOPS_SHARE * report.seconds)
+        if self.index.collection is None:
+            return 0.0, None
+        seconds = max(TOPS_MIN_SECONDS, TOPS_SHARE * spent)
         t = time.perf_counter()
+        warning = None
         try:
             refresh_tops(self.index.db, self.index.collection.id, tenant=tenant, seconds=seconds)
-        except Exception as exc:  # the documents are in; only the short-query speed-up waits
-            report.warnings.append(f"BM25 tops not refreshed ({type(exc).__name__}: {exc})")
-        report.tops_seconds = time.perf_counter() - t
-        report.seconds += report.tops_seconds
+        except Exception as exc:  # the write is done; only the short-query speed-up waits
+            warning = f"BM25 tops not refreshed ({type(exc).__name__}: {exc})"
+        return time.perf_counter() - t, warning
 
     def ingestor(
         self,

@@ -138,14 +138,15 @@ def test_forward_read_packed_by_the_server_equals_each_row(fake_index):
 def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     fake_index, monkeypatch
 ):
-    """Lists longer than TOP_POSTINGS (12 here) get their tops when an ingest ends; a 1–2
+    """Lists longer than TOP_POSTINGS (12 here) get their tops when an ingest ends; a 1–3
     term query then decides from them, with the scores of exhaustive BM25; the next write
     to a list clears its top in the same transaction (a query never sees a stale one),
-    and the ingest after computes it again."""
+    and the ingest, delete, or `ragline index tops` after computes it again."""
     from ragline.store import bm25
     from ragline.store import bm25_codec as codec
     from ragline.store.bm25_topk import Work
 
+    refresh = bm25.refresh_tops
     monkeypatch.setattr(codec, "TOP_POSTINGS", 12)
     rng = random.Random(5)
     report = fake_index.ingest_sources([text_source(*d) for d in _docs(rng, 150, "t")])
@@ -168,7 +169,7 @@ def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     def searched(decided: set[bool]) -> None:
         docs = _stored_terms(fake_index, "default")
         for _ in range(30):
-            qterms = fake_index.analyzer.terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 2))))
+            qterms = fake_index.analyzer.terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 3))))
             ref = sorted(reference_bm25(docs, qterms).items(), key=lambda x: (-x[1], x[0]))
             work = Work()
             got = bm25_search(
@@ -197,10 +198,19 @@ def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     with fake_index.db.connection() as conn:
         assert bm25.check(conn, fake_index.collection.id) == []
 
-    # a delete clears its lists' tops and computes nothing; `ragline index tops` does
+    # a delete clears its lists' tops and computes them again within its budget
+    assert fake_index.delete("t2") == 1
+    assert all(v is not None for v in tops().values())
+    with fake_index.db.connection() as conn:
+        assert bm25.check(conn, fake_index.collection.id) == []
+    searched(set())
+
+    # what a delete's budget left (none here: refreshing nothing) `ragline index tops` does
     from tests.conftest import cli_runner
 
+    monkeypatch.setattr(bm25, "refresh_tops", lambda *a, **k: 0)
     assert fake_index.delete("t3") == 1
+    monkeypatch.setattr(bm25, "refresh_tops", refresh)
     assert any(v is None for v in tops().values())
     run = cli_runner(
         {
@@ -212,4 +222,11 @@ def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     assert out["lists"] > 0
     assert all(v is not None for v in tops().values())
     assert json.loads(run("index", "tops", "--json").output)["lists"] == 0
+    searched(set())
+
+    # a purge computes the tops it cleared too
+    fake_index.purge("t4", erase=False)
+    assert all(v is not None for v in tops().values())
+    with fake_index.db.connection() as conn:
+        assert bm25.check(conn, fake_index.collection.id) == []
     searched(set())
