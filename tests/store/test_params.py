@@ -35,3 +35,25 @@ def test_encodings_read_back_exactly(pg_url, arrays, numbers, terms):
         ).fetchone()
         assert back[0] == numbers
         assert back[1] == terms
+
+
+def test_embedding_cache_keeps_vectors_to_the_bit(fake_index):
+    """The embedding cache is written with the binary vector format: every float32 comes
+    back exactly (and a pgvector value read from the cache goes back in unchanged)."""
+    import numpy as np
+
+    from ragline.store.documents import cached_embeddings, store_embeddings
+
+    rng = np.random.default_rng(3)
+    vecs = {f"h{i}": rng.standard_normal(384).astype(np.float32) for i in range(20)}
+    vecs["tiny"] = np.full(384, np.float32(1e-38))
+    db = fake_index.db
+    store_embeddings(db, "m", "default", vecs)
+    got = cached_embeddings(db, "m", "default", list(vecs))
+    assert set(got) == set(vecs)
+    for h, v in vecs.items():
+        np.testing.assert_array_equal(np.asarray(got[h].to_numpy(), dtype=np.float32), v)
+    store_embeddings(db, "m2", "default", got)  # pgvector values, as a cache hit returns them
+    again = cached_embeddings(db, "m2", "default", list(vecs))
+    for h, v in vecs.items():
+        np.testing.assert_array_equal(np.asarray(again[h].to_numpy(), dtype=np.float32), v)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.types import Chunk
 from .collections import Collection
 from .db import Database
+from .params import vector_binary
 from .traces import purge_for
 
 if TYPE_CHECKING:
@@ -244,9 +245,10 @@ def store_embeddings(
         cur.execute(
             "CREATE TEMP TABLE IF NOT EXISTS _emb_in (text_hash text, embedding vector) ON COMMIT DELETE ROWS"
         )
-        with cur.copy("COPY _emb_in (text_hash, embedding) FROM STDIN") as cp:
+        with cur.copy("COPY _emb_in (text_hash, embedding) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(["text", "bytea"])  # the vector as pgvector's binary format
             for h, v in items.items():
-                cp.write_row((h, v))
+                cp.write_row((h, vector_binary(v)))
         cur.execute(
             "INSERT INTO embedding_cache (model_id, tenant, text_hash, embedding) "
             "SELECT %s, %s, text_hash, embedding FROM _emb_in ON CONFLICT DO NOTHING",

@@ -11,13 +11,10 @@ version or the new one, never a mix.
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-import numpy as np
 
 from .collections import Collection
 from .db import Database
@@ -355,20 +352,9 @@ _CHUNK_TYPES = [
     "int8", "int8", "int4", "text", "bytea", "int4", "bytea", "int4", "int4", "int4", "text",
     "text", "int4", "int4", "text", "bytea", "int4", "text", "bytea", "int8",
 ]  # fmt: skip
-"""The embedding goes as bytes already in pgvector's binary format (:func:`_vector_binary`),
+"""The embedding goes as bytes already in pgvector's binary format (:func:`.params.vector_binary`),
 the groups and heading path as binary ``text[]`` (:func:`.params.text_array_binary`): COPY
 hands a binary field to the column type's receive function as it is."""
-_VECTOR_HEAD = struct.Struct(">HH")
-
-
-def _vector_binary(v: Any) -> bytes | None:
-    """pgvector's binary ``vector``: dim (uint16), 0 (uint16), float4s — big-endian."""
-    if v is None:
-        return None
-    if hasattr(v, "to_numpy"):  # a pgvector Vector (from the embedding cache)
-        v = v.to_numpy()
-    a = np.asarray(v, dtype=">f4").ravel()
-    return _VECTOR_HEAD.pack(len(a), 0) + a.tobytes()
 
 
 def _copy_chunks(
@@ -381,7 +367,7 @@ def _copy_chunks(
     tenant, groups, class, chunks) each — with the chunk ids ``ids``; returns what to index,
     per (tenant, groups) and class."""
     from .bm25_write import IndexedChunks, encode_forward, forward_index
-    from .params import text_array_binary
+    from .params import text_array_binary, vector_binary
 
     out: dict[tuple[tuple[str, tuple[str, ...]], int], list[Any]] = {}
     next_id = iter(ids)
@@ -415,7 +401,7 @@ def _copy_chunks(
                             c.token_count,
                             dl,
                             pc.text_hash,
-                            _vector_binary(pc.embedding),
+                            vector_binary(pc.embedding),
                             c.parent.ordinal if c.parent is not None else None,
                             stored_terms,
                             stored_tfs,
