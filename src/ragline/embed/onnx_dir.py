@@ -197,6 +197,7 @@ class OnnxDirEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
+        self._bulk: Any = None  # the single-threaded session batches run on side by side
         self._lock = threading.Lock()
         self.calls = 0  # number of embed_documents/embed_query calls that ran the model
         self.texts_embedded = 0
@@ -310,9 +311,10 @@ class OnnxDirEmbedder:
         self.warm_up()
         return len(self._counter.encode(self.document_prompt + text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed_batch(self, texts: Sequence[str], session: Any = None) -> np.ndarray:
         import numpy as np
 
+        session = session or self._session
         enc = self._tokenizer.encode_batch(list(texts))
         ids = np.asarray([e.ids for e in enc], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
@@ -323,7 +325,7 @@ class OnnxDirEmbedder:
             feed["token_type_ids"] = np.zeros_like(ids)
         if "position_ids" in self._input_names:
             feed["position_ids"] = np.broadcast_to(np.arange(ids.shape[1]), ids.shape).copy()
-        out = np.asarray(self._session.run([self._output], feed)[0], dtype=np.float32)
+        out = np.asarray(session.run([self._output], feed)[0], dtype=np.float32)
         pooled = out if self._pooled else pool(out, mask, self.pooling)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
@@ -343,7 +345,18 @@ class OnnxDirEmbedder:
             self.batch_size,
             self._embed_batch,
             max_chars=4 * self.max_tokens,
+            workers=self.threads,
+            side_by_side=lambda batch: self._embed_batch(batch, self._bulk_session()),
         )
+
+    def _bulk_session(self) -> Any:
+        """A single-threaded session of the model, loaded on first use, that many batches
+        run on side by side (:mod:`ragline.embed.sessions`)."""
+        if self._bulk is None:
+            with self._lock:
+                if self._bulk is None:
+                    self._bulk = cpu_session(str(self.model_file), 1)
+        return self._bulk
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()
