@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingDependencyError
 from .batching import embed_longest_first
-from .sessions import cpu_session
+from .sessions import SingleThreaded, cpu_session
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,8 +65,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
-        self._bulk: Any = None  # the single-threaded session batches run on side by side
-        self._onnx = ""
+        self._bulk: SingleThreaded | None = None
         self._lock = threading.Lock()
         self.calls = 0  # number of embed_documents/embed_query calls that ran the model
         self.texts_embedded = 0
@@ -88,7 +87,7 @@ class MiniLMEmbedder:
             counter.no_truncation()
             counter.no_padding()
             session = cpu_session(str(onnx), self.threads)
-            self._onnx = str(onnx)
+            self._bulk = SingleThreaded(str(onnx))
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer, self._counter, self._session = tokenizer, counter, session
 
@@ -124,6 +123,8 @@ class MiniLMEmbedder:
             return np.zeros((0, DIM), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
+        bulk = self._bulk
+        assert bulk is not None
         return embed_longest_first(
             texts,
             DIM,
@@ -131,18 +132,8 @@ class MiniLMEmbedder:
             self._embed_batch,
             max_chars=4 * MAX_TOKENS,
             workers=self.threads,
-            side_by_side=lambda batch: self._embed_batch(batch, self._bulk_session()),
+            side_by_side=lambda batch: self._embed_batch(batch, bulk.get()),
         )
-
-    def _bulk_session(self) -> Any:
-        """A single-threaded session of the model, loaded on first use: many batches run
-        side by side on it, one per thread (:mod:`ragline.embed.sessions`); one text (a
-        query) runs faster on the session that spreads it over the cores."""
-        if self._bulk is None:
-            with self._lock:
-                if self._bulk is None:
-                    self._bulk = cpu_session(self._onnx, 1)
-        return self._bulk
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()

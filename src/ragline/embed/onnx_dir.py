@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, MissingDependencyError
 from .batching import embed_longest_first
-from .sessions import cpu_session
+from .sessions import SingleThreaded, cpu_session
 
 if TYPE_CHECKING:
     import numpy as np
@@ -197,7 +197,7 @@ class OnnxDirEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
-        self._bulk: Any = None  # the single-threaded session batches run on side by side
+        self._bulk: SingleThreaded | None = None
         self._lock = threading.Lock()
         self.calls = 0  # number of embed_documents/embed_query calls that ran the model
         self.texts_embedded = 0
@@ -268,6 +268,7 @@ class OnnxDirEmbedder:
                 session = cpu_session(str(self.model_file), self.threads)
             except Exception as exc:
                 raise ConfigError(f"cannot load {self.model_file}: {exc}") from exc
+            self._bulk = SingleThreaded(str(self.model_file))
             inputs = {i.name for i in session.get_inputs()}
             unknown = inputs - {"input_ids", "attention_mask", "token_type_ids", "position_ids"}
             if "input_ids" not in inputs or unknown:
@@ -339,6 +340,8 @@ class OnnxDirEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
+        bulk = self._bulk
+        assert bulk is not None
         return embed_longest_first(
             [self.document_prompt + t for t in texts],
             self.dim,
@@ -346,17 +349,8 @@ class OnnxDirEmbedder:
             self._embed_batch,
             max_chars=4 * self.max_tokens,
             workers=self.threads,
-            side_by_side=lambda batch: self._embed_batch(batch, self._bulk_session()),
+            side_by_side=lambda batch: self._embed_batch(batch, bulk.get()),
         )
-
-    def _bulk_session(self) -> Any:
-        """A single-threaded session of the model, loaded on first use, that many batches
-        run on side by side (:mod:`ragline.embed.sessions`)."""
-        if self._bulk is None:
-            with self._lock:
-                if self._bulk is None:
-                    self._bulk = cpu_session(str(self.model_file), 1)
-        return self._bulk
 
     def embed_query(self, text: str) -> np.ndarray:
         self.warm_up()

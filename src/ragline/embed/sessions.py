@@ -12,6 +12,7 @@ RSS 810 MB instead of 848 (bench/README, stop 33). So an embedder keeps both ses
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 
@@ -25,3 +26,20 @@ def cpu_session(model_file: str, threads: int) -> Any:
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(model_file, so, providers=["CPUExecutionProvider"])
+
+
+class SingleThreaded:
+    """A model's single-threaded session, loaded on first use: an embedder's batches run
+    on it side by side, one per thread."""
+
+    def __init__(self, model_file: str) -> None:
+        self.model_file = model_file
+        self._session: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    self._session = cpu_session(self.model_file, 1)
+        return self._session

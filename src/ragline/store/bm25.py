@@ -355,7 +355,7 @@ class _TermLists:
         self.all_topped = self.all_topped and (not long or top is not None)
         if top is not None and rest is not None:
             self.tops.append((klass, top, rest))
-        self.shorts.extend((klass, bytes(d)) for d in blocks or ())
+        self.shorts.extend((klass, d) for d in blocks or ())
 
 
 def _tops(lists: _TermLists, short: Postings | None) -> Tops:
