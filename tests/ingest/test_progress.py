@@ -55,3 +55,24 @@ def test_an_upload_job_shows_the_counts(fake_index):
         "written": 3,
         "done": 3,
     }
+
+
+def test_the_last_batch_is_written_slice_by_slice(fake_index):
+    """Nothing is embedded after the last batch, so it is written in slices, each while
+    the next slice embeds; a full batch is still written whole (one block per list)."""
+    events: list[tuple[str, str | int]] = []
+    full, rest = 256, 2 * EMBED_PROGRESS_SLICE + 10  # one full batch, then the last one
+    fake_index.ingest_sources(
+        _sources(full + rest),
+        on_progress=lambda name, chunks, pages=0: events.append(("written", name)),
+        on_stage=lambda stage, k: events.append((stage, k)),
+    )
+    embedded = [i for i, (s, k) in enumerate(events) if s == "embedded" and k]
+    written = [i for i, (s, _) in enumerate(events) if s == "written"]
+    assert len(embedded) == 4 + 3 and len(written) == full + rest
+    # the full batch: all four slices embedded before its first document is written
+    assert embedded[3] < written[0] and written[full - 1] < embedded[5]
+    # the last batch: its first slice is written before its last slice embeds
+    first_slice_written = written[full + EMBED_PROGRESS_SLICE - 1]
+    assert embedded[5] < first_slice_written < embedded[6]
+    assert fake_index.status()["chunks"] == full + rest

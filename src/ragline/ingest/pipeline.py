@@ -158,6 +158,20 @@ def windows(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
         yield out
 
 
+def _by_chunks(pending: Sequence[_Pending], n: int) -> Iterator[list[_Pending]]:
+    """Whole documents in order, in runs of at least ``n`` chunks (the last one fewer)."""
+    out: list[_Pending] = []
+    size = 0
+    for p in pending:
+        out.append(p)
+        size += len(p.chunks)
+        if size >= n:
+            yield out
+            out, size = [], 0
+    if out:
+        yield out
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -261,7 +275,13 @@ class Ingestor:
         pending: list[_Pending] = []
         n_pending = 0
 
-        def store(batch: Sequence[_Pending]) -> None:
+        def store(batch: Sequence[_Pending], *, last: bool = False) -> None:
+            if last and len(batch) > 1:
+                # nothing is embedded after the last batch, so its write would run alone:
+                # written in slices instead, each while the next one embeds
+                for part in _by_chunks(batch, EMBED_PROGRESS_SLICE):
+                    store(part)
+                return
             vectors = self._embed(batch, owner, report)
             if vectors is None:
                 return
@@ -279,6 +299,7 @@ class Ingestor:
 
         writer = WriteAhead()
         pool: ParsePool[tuple[Source, bool]] = ParsePool(**self.parse_options)
+        full: list[_Pending] = []  # a full batch waits for the next document: is it the last?
         with writer, pool:
             for (src, is_update), parsed in pool.imap(to_parse()):
                 try:
@@ -299,15 +320,17 @@ class Ingestor:
                     )
                     self.on_progress(src.source_uri, 0)
                     continue
+                if full:
+                    store(full)
+                    full = []
                 pending.append(_Pending(src, parsed, chunks, is_update))
                 self.on_stage("parsed", 1)
                 self.on_stage("chunks", len(chunks))
                 n_pending += len(chunks)
                 if n_pending >= self.batch_chunks:
-                    store(pending)
-                    pending, n_pending = [], 0
-            if pending:
-                store(pending)
+                    full, pending, n_pending = pending, [], 0
+            if full or pending:
+                store(full or pending, last=True)
         report.seconds = time.perf_counter() - t0
         return report
 
