@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import MissingDependencyError
 from .batching import embed_longest_first
 from .sessions import SingleThreaded, cpu_session
+from .token_count import TokenCounter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,6 +87,7 @@ class MiniLMEmbedder:
             counter = Tokenizer.from_file(str(tok))
             counter.no_truncation()
             counter.no_padding()
+            counter = TokenCounter(counter)
             session = cpu_session(str(onnx), self.threads)
             self._bulk = SingleThreaded(str(onnx))
             self._input_names = {i.name for i in session.get_inputs()}
@@ -95,7 +97,7 @@ class MiniLMEmbedder:
         """Tokens of ``text`` without the two special tokens the model adds."""
         self.warm_up()
         assert self._counter is not None
-        return len(self._counter.encode(text, add_special_tokens=False).ids)
+        return int(self._counter(text))
 
     def _embed_batch(self, texts: Sequence[str], session: Any = None) -> np.ndarray:
         import numpy as np

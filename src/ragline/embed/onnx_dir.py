@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ConfigError, MissingDependencyError
 from .batching import embed_longest_first
 from .sessions import SingleThreaded, cpu_session
+from .token_count import TokenCounter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -264,6 +265,7 @@ class OnnxDirEmbedder:
             tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)  # longest in batch
             counter.no_truncation()
             counter.no_padding()
+            counter = TokenCounter(counter)
             try:
                 session = cpu_session(str(self.model_file), self.threads)
             except Exception as exc:
@@ -310,7 +312,7 @@ class OnnxDirEmbedder:
         """Tokens of ``text`` as embedded as a document (document prompt included),
         without the special tokens the tokenizer adds."""
         self.warm_up()
-        return len(self._counter.encode(self.document_prompt + text, add_special_tokens=False).ids)
+        return int(self._counter(self.document_prompt + text))
 
     def _embed_batch(self, texts: Sequence[str], session: Any = None) -> np.ndarray:
         import numpy as np
