@@ -87,11 +87,11 @@ class MiniLMEmbedder:
             counter = Tokenizer.from_file(str(tok))
             counter.no_truncation()
             counter.no_padding()
-            counter = TokenCounter(counter)
+            count = TokenCounter(counter)
             session = cpu_session(str(onnx), self.threads)
             self._bulk = SingleThreaded(str(onnx))
             self._input_names = {i.name for i in session.get_inputs()}
-            self._tokenizer, self._counter, self._session = tokenizer, counter, session
+            self._tokenizer, self._counter, self._session = tokenizer, count, session
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without the two special tokens the model adds."""

@@ -265,7 +265,7 @@ class OnnxDirEmbedder:
             tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)  # longest in batch
             counter.no_truncation()
             counter.no_padding()
-            counter = TokenCounter(counter)
+            count = TokenCounter(counter)
             try:
                 session = cpu_session(str(self.model_file), self.threads)
             except Exception as exc:
@@ -285,7 +285,7 @@ class OnnxDirEmbedder:
             self._input_names = inputs
             self._output = out.name
             self._pooled = len(out.shape) == 2
-            self._tokenizer, self._counter, self._session = tokenizer, counter, session
+            self._tokenizer, self._counter, self._session = tokenizer, count, session
             last = out.shape[-1]
             if isinstance(last, int) and last > 0:
                 if self._dim is not None and self._dim != last:
