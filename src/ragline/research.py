@@ -191,7 +191,7 @@ class _Run:
         readable: Sequence[tuple[str, str, Any]],
         agent: str,
     ) -> None:
-        from .generate import DEFAULT_MIN_EVIDENCE, ExtractiveAnswerer
+        from .generate import DEFAULT_MIN_EVIDENCE
 
         self.research, self.index, self.req = research, research.index, req
         self.question, self.asked = question, req.question
@@ -204,7 +204,10 @@ class _Run:
         self.readable = readable
         self.own = s.collection
         self.min_ev = s.min_evidence if s.min_evidence is not None else DEFAULT_MIN_EVIDENCE
-        self.gate = ExtractiveAnswerer(language=s.language, min_evidence=self.min_ev)
+        # the one-shot answerer's own judgement (the collection's analysis and embedding):
+        # a lexical gate of its own found a third of the multilingual set's inflected and
+        # cross-language evidence weak, and looped where one-shot answered
+        self.gate = self.index._generator(chat=None)
         self.t0 = time.perf_counter()
         self.contexts: list[Any] = []
         self.decision: dict[str, Any] = {"mode": agent}

@@ -124,3 +124,33 @@ def test_ragline_trace_shows_the_agent_steps(world):
     out = render_trace(world.trace(a.trace_id))
     assert "agent: on" in out and "plan (heuristic)" in out and "judge (heuristic)" in out
     assert "synthesize" in out
+
+
+def test_auto_judges_the_one_shot_evidence_as_the_answerer_does(pg_url, schema):
+    """agent = auto decides whether to loop on the one-shot answerer's own evidence (the
+    collection's stems, accents folded, the embedding), not a lexical judgement of its own:
+    an inflected Hungarian question answered one-shot is not researched again."""
+    idx = make_index(pg_url, schema, embedder=FakeEmbedder())
+    idx.ingest_sources(
+        [
+            text_source(
+                "hu/klima",
+                "Klíma karbantartás",
+                "A kültéri egység légszűrőjét havonta meg kell tisztítani. "
+                "Az E7 hibakód a kompresszor túlmelegedését jelzi.",
+                metadata={"language": "hu"},
+            ),
+            text_source("en/pump", "Pump", "The pump filter is cleaned every week."),
+        ]
+    )
+    for q in (
+        "Milyen gyakran kell tisztítani a kültéri egység légszűrőjét?",
+        "Mit jelez az E7 hibakod?",
+        "How often is the pump filter cleaned?",
+    ):
+        one = idx.ask(q, agent="off")
+        auto = idx.ask(q, agent="auto")
+        assert auto.agent["one_shot_evidence"] == round(one.evidence, 4), q
+        if not one.abstained:
+            assert auto.agent["loop"] is False and auto.text == one.text, q
+    idx.close()
