@@ -157,3 +157,34 @@ def test_budget_values_are_checked():
         Budget(max_steps=0)
     with pytest.raises(ConfigError):
         Budget(max_tokens=-1)
+
+
+def _seed_hits(texts):
+    from ragline.core.types import Hit
+
+    return [
+        Hit(2000 + i, 2000 + i, f"wiki/s{i}", f"S{i}", f"wiki/s{i}", t, 1.0 - i / 10, i + 1)
+        for i, t in enumerate(texts)
+    ]
+
+
+def test_a_seed_sharing_no_key_term_is_kept_as_one_shot_ranked_it():
+    """agent = auto starts from the one-shot search: an inflected or cross-language match
+    shares no key term with the question, and is still what one-shot answered from."""
+    q = "Where was Chopin born?"
+    seed = _seed_hits(["Urodził się w Żelazowej Woli.", "Mieszkał w Paryżu.", "Zmarł w 1849."])
+    run = loop(World(), max_steps=4).run(q, seed=(q, "wiki", seed))
+    first = _searches(run)[0]
+    assert first["seeded"] and [k["chunk_id"] for k in first["kept"]] == [2000, 2001, 2002]
+    assert len(_searches(run)) > 1  # weak evidence: the loop went on
+
+
+def test_the_seed_leads_the_final_evidence_however_many_steps_follow():
+    q = "Where was Chopin born and which river flows through Warsaw?"
+    seed = _seed_hits(
+        ["Chopin was born in 1810.", "Chopin left Warsaw in 1830.", "Chopin was born abroad?"]
+    )
+    run = loop(World(), max_steps=6).run(q, seed=(q, "wiki", seed))
+    assert len(_searches(run)) >= 3
+    assert [k.hit.chunk_id for k in run.evidence[:3]] == [2000, 2001, 2002]
+    assert {k.step for k in run.evidence[3:]} - {1}  # later steps still reach the answerer

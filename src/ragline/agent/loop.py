@@ -272,7 +272,7 @@ class AgentLoop:
             if missing:
                 note += "; still missing: " + ", ".join(missing[:10])
             notes.insert(0, note)
-        evidence = _interleave(needs, self.max_evidence)
+        evidence = _interleave(needs, self.max_evidence, seeded=seed is not None)
         answer = self._synthesize(question, needs, evidence, chat, meter, steps, notes, calls)
         return AgentRun(
             question=question,
@@ -341,8 +341,11 @@ class AgentLoop:
             return len(keys & found) / max(len(keys), 1)
 
         rel = {h.chunk_id: relevance(h) for h in fresh}
-        # the search's own order (hybrid: it sees paraphrases), passages sharing no key term out
-        kept = [h for h in fresh if rel[h.chunk_id] > 0][: self.keep_per_step]
+        # the search's own order (hybrid: it sees paraphrases), passages sharing no key term
+        # out; except the seed, the one-shot search of the question itself: what one-shot
+        # would have answered from is kept as ranked (an inflected or cross-language match
+        # shares no key term, and dropping it lost evidence one-shot had)
+        kept = [h for h in fresh if seeded or rel[h.chunk_id] > 0][: self.keep_per_step]
         kept_ids = {h.chunk_id for h in kept}
         dropped = [h for h in hits if h.chunk_id not in kept_ids]
         step_no = meter.steps
@@ -585,9 +588,11 @@ def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000, 2)
 
 
-def _interleave(needs: Sequence[_Need], limit: int) -> list[Kept]:
+def _interleave(needs: Sequence[_Need], limit: int, seeded: bool = False) -> list[Kept]:
     """The final evidence: round robin over (sub-question, step) groups, best first in
-    each, so every hop and every part reaches the answerer."""
+    each, so every hop and every part reaches the answerer. A seed (the one-shot search
+    ``agent = auto`` started from) leads whole: the loop adds to what one-shot would have
+    read instead of pushing its second and third passage out behind later steps' best."""
     groups: list[list[Kept]] = []
     for n in needs:
         by_step: dict[int, list[Kept]] = {}
@@ -596,6 +601,11 @@ def _interleave(needs: Sequence[_Need], limit: int) -> list[Kept]:
         groups += list(by_step.values())
     out: list[Kept] = []
     seen: set[int] = set()
+    if seeded and groups:
+        for k in groups.pop(0)[:limit]:
+            if k.hit.chunk_id not in seen:
+                out.append(k)
+                seen.add(k.hit.chunk_id)
     i = 0
     while len(out) < limit and any(i < len(g) for g in groups):
         for g in groups:
