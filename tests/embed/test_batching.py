@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragline.embed.batching import embed_longest_first
+from ragline.embed.batching import embed_longest_first, embed_reporting
 
 
 @settings(max_examples=80, deadline=None)
@@ -76,6 +76,7 @@ def test_batches_side_by_side_come_back_in_input_order(lengths, batch_size, batc
 
         return embed
 
+    reported: list[tuple[int, int]] = []
     out = embed_longest_first(
         texts,
         2,
@@ -84,9 +85,15 @@ def test_batches_side_by_side_come_back_in_input_order(lengths, batch_size, batc
         batch_chars=batch_chars,
         workers=workers,
         side_by_side=make("side"),
+        progress=lambda n: reported.append((threading.get_ident(), n)),
     )
     assert out[:, 0].tolist() == list(range(len(texts)))
     batches = seen["alone"] + seen["side"]
+    # progress: each batch once, in the caller's thread, longest first (as submitted)
+    assert all(t == threading.get_ident() for t, _ in reported)
+    longest_first = sorted(batches, key=lambda b: -len(b[0]))
+    assert [n for _, n in reported] == [len(b) for b in longest_first]
+    assert sum(n for _, n in reported) == len(texts)
     assert sorted(t for b in batches for t in b) == sorted(texts)
     for b in batches:
         assert 1 <= len(b) <= batch_size
@@ -126,3 +133,42 @@ def test_batches_side_by_side_run_at_once_and_an_error_stops_the_rest():
     with pytest.raises(RuntimeError, match="model failed"):
         embed_longest_first(["x"] * 200, 1, 1, failing, workers=2, side_by_side=failing)
     assert len(ran) < 200
+
+
+class _Reporting:
+    """An embedder whose ``embed_documents`` reports its own batches (of 3)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed_documents(self, texts, *, progress=None):
+        self.calls.append(len(texts))
+        for i in range(0, len(texts), 3):
+            if progress is not None:
+                progress(len(texts[i : i + 3]))
+        return np.array([[float(t)] for t in texts], dtype=np.float32).reshape(-1, 1)
+
+
+class _Plain:
+    """An embedder without ``progress`` (a third party's, a test fake)."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed_documents(self, texts):
+        self.calls.append(len(texts))
+        return np.array([[float(t)] for t in texts], dtype=np.float32).reshape(-1, 1)
+
+
+def test_embed_reporting_calls_once_when_the_embedder_reports_else_slice_by_slice():
+    texts = [str(i) for i in range(10)]
+    for embedder, calls, reported in (
+        (_Reporting(), [10], [3, 3, 3, 1]),  # one call, its own batches reported
+        (_Plain(), [4, 4, 2], [4, 4, 2]),  # sliced: a call per report
+    ):
+        got: list[int] = []
+        out = embed_reporting(embedder, texts, got.append, slice_size=4)
+        assert out[:, 0].tolist() == list(range(10))
+        assert embedder.calls == calls and got == reported
+    empty = _Plain()
+    assert embed_reporting(empty, [], lambda n: None, slice_size=4).shape == (0, 1)

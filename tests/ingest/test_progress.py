@@ -76,3 +76,39 @@ def test_the_last_batch_is_written_slice_by_slice(fake_index):
     first_slice_written = written[full + EMBED_PROGRESS_SLICE - 1]
     assert embedded[5] < first_slice_written < embedded[6]
     assert fake_index.status()["chunks"] == full + rest
+
+
+def test_an_embedder_that_reports_its_batches_gets_a_batch_in_one_call(pg_url, schema):
+    """An embedder taking ``progress`` (the local ones) embeds a full batch in one call (no
+    call ends mid-batch, where one core waits for the other) and progress still moves in
+    its own batches, each counted once."""
+    from tests.conftest import make_index
+    from tests.fakes import FakeEmbedder
+
+    class Reporting(FakeEmbedder):
+        sizes: list[int] = []
+
+        def embed_documents(self, texts, *, progress=None):
+            self.sizes.append(len(texts))
+            out = super().embed_documents(texts)
+            for i in range(0, len(texts), 10):
+                if progress is not None:
+                    progress(len(texts[i : i + 10]))
+            return out
+
+    embedder = Reporting()
+    idx = make_index(pg_url, schema, embedder=embedder)
+    try:
+        events: list[int] = []
+        full, rest = 256, EMBED_PROGRESS_SLICE + 20
+        idx.ingest_sources(
+            _sources(full + rest),
+            on_stage=lambda stage, k: events.append(k) if stage == "embedded" and k else None,
+        )
+        # the full batch in one call; the last one in runs of >= 64 chunks (written
+        # while the next run embeds)
+        assert embedder.sizes == [full, EMBED_PROGRESS_SLICE, 20]
+        assert events == [10] * 25 + [6] + [10] * 6 + [4] + [10, 10]
+        assert sum(events) == full + rest == idx.status()["chunks"]
+    finally:
+        idx.close()

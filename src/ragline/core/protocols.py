@@ -31,7 +31,11 @@ class Chunker(Protocol):
 @runtime_checkable
 class Embedder(Protocol):
     """Maps text to unit vectors. Queries and documents are embedded separately
-    because some models (e5, bge) prefix them differently."""
+    because some models (e5, bge) prefix them differently.
+
+    ``embed_documents`` may also take a keyword ``progress`` (a callable given the number
+    of texts done, called in the caller's thread as each batch of the call is embedded,
+    in order): ingest then hands it a whole batch in one call instead of slices."""
 
     @property
     def model_id(self) -> str: ...

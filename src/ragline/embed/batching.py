@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,6 +29,7 @@ def embed_longest_first(
     batch_chars: int = BATCH_CHARS,
     workers: int = 1,
     side_by_side: Callable[[list[str]], np.ndarray] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Embed ``texts`` in batches of similar length (longest first, as sentence-transformers
     does, so little padding is computed); rows come back in input order. A batch holds at
@@ -34,7 +37,8 @@ def embed_longest_first(
     the model truncates), about ``batch_chars`` characters. With ``workers`` > 1 and more
     than one batch, ``side_by_side`` (thread-safe: a single-threaded session) embeds them
     on that many threads, each batch ``workers`` times smaller (the same working memory),
-    taken longest first."""
+    taken longest first. ``progress(n)``, if given, is called in the caller's thread as
+    each batch's ``n`` texts are embedded, batches in longest-first order."""
     import numpy as np
 
     out = np.zeros((len(texts), dim), dtype=np.float32)
@@ -54,6 +58,8 @@ def embed_longest_first(
     if workers <= 1 or side_by_side is None or len(batches) <= 1:
         for idx in batches:  # one batch: faster spread over the cores by ``embed_batch``
             out[idx] = embed_batch([texts[i] for i in idx])
+            if progress is not None:
+                progress(len(idx))
         return out
     from concurrent.futures import ThreadPoolExecutor
 
@@ -62,8 +68,41 @@ def embed_longest_first(
 
     pool = ThreadPoolExecutor(max_workers=min(workers, len(batches)))
     try:
-        for f in [pool.submit(one, idx) for idx in batches]:  # taken longest first
+        futures = [(pool.submit(one, idx), len(idx)) for idx in batches]  # longest first
+        for f, n in futures:
             f.result()
+            if progress is not None:
+                progress(n)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # after an error, the rest is not run
     return out
+
+
+def embed_reporting(
+    embedder: Any, texts: Sequence[str], progress: Callable[[int], None], *, slice_size: int
+) -> np.ndarray:
+    """``embedder.embed_documents(texts)`` with ``progress(n)`` called (in this thread) as
+    the next ``n`` texts are embedded, in order. Embedders whose ``embed_documents``
+    takes ``progress`` report batch by batch in one call (the local ones); others are
+    called ``slice_size`` texts at a time, at the cost of one call's end per slice (on
+    two cores a call ends with one core idle while the other finishes the last batch:
+    ~1.7 % of MiniLM's time over 64-text calls, ~0.5 % over 256-text ones)."""
+    import numpy as np
+
+    cls: Any = type(embedder)
+    if _takes_progress(cls):
+        return embedder.embed_documents(texts, progress=progress)
+    parts = []
+    for i in range(0, len(texts), slice_size):
+        part = texts[i : i + slice_size]
+        parts.append(embedder.embed_documents(part))
+        progress(len(part))
+    return np.vstack(parts) if parts else embedder.embed_documents(texts)
+
+
+@lru_cache(maxsize=64)
+def _takes_progress(cls: Any) -> bool:
+    try:
+        return "progress" in inspect.signature(cls.embed_documents).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +116,9 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(
+        self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """Unit vectors for ``texts`` (rows in input order), batched longest-first."""
         import numpy as np
 
@@ -135,6 +137,7 @@ class MiniLMEmbedder:
             max_chars=4 * MAX_TOKENS,
             workers=self.threads,
             side_by_side=lambda batch: self._embed_batch(batch, bulk.get()),
+            progress=progress,
         )
 
     def embed_query(self, text: str) -> np.ndarray:

