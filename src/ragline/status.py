@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .store.collections import collection_overview
+from .store.collections import collection_overview, vector_index_state
 from .store.freshness import freshness
 from .store.versions import list_versions
 
@@ -49,10 +49,24 @@ def index_status(index: Any, *, check_sources: bool = True) -> dict[str, Any]:
             ),
             1,
         ),
+        **_vector_index(index, int(chunks)),
         "freshness": freshness(index.db, index.collection, check_sources=check_sources),
         **_replication(index),
         **embedder_coverage(index),
     }
+
+
+def _vector_index(index: Any, chunks: int) -> dict[str, Any]:
+    """The HNSW index's state, and what to do when a killed load left it out."""
+    state = vector_index_state(index.db, index.collection)
+    out: dict[str, Any] = {"vector_index": state}
+    if chunks and state in ("missing", "invalid"):
+        out["vector_index_warning"] = (
+            f"the vector index is {state} (a load was interrupted before building it): "
+            "vector search reads every chunk until it is rebuilt; the next ingest or sync "
+            "rebuilds it, even of unchanged files (e.g. `ragline ingest DIR` again)"
+        )
+    return out
 
 
 def _replication(index: Any) -> dict[str, Any]:

@@ -61,3 +61,66 @@ def test_a_first_sync_builds_the_index_at_the_end(fake_index, tmp_path):
     again = fake_index.sync(tmp_path)
     assert again.added == ["n12.md"] or len(again.added) == 1
     assert again.vector_index_seconds == 0
+
+
+def test_an_index_a_killed_load_left_invalid_or_missing_is_rebuilt(fake_index):
+    """A process killed inside ``CREATE INDEX CONCURRENTLY`` leaves an invalid index
+    (``IF NOT EXISTS`` would keep it forever: never used, always updated); one killed
+    before the build leaves none. ``status`` says so and the next ingest, even of
+    nothing new, builds it."""
+    fake_index.ingest_sources(_texts("k", 6))
+    col = fake_index.collection
+    assert fake_index.status()["vector_index"] == "ready"
+    assert "vector_index_warning" not in fake_index.status()
+    for damage, state in (
+        (
+            f"UPDATE pg_index SET indisvalid = false WHERE indexrelid = '{col.hnsw_index}'::regclass",
+            "invalid",
+        ),
+        (f"DROP INDEX {col.hnsw_index}", "missing"),
+    ):
+        with fake_index.db.connection() as conn:
+            conn.execute(damage)
+        st = fake_index.status()
+        assert st["vector_index"] == state and state in st["vector_index_warning"]
+        report = fake_index.ingest_sources(_texts("k", 6))  # all unchanged
+        assert len(report.unchanged) == 6 and report.vector_index_seconds > 0
+        assert fake_index.status()["vector_index"] == "ready"
+        with fake_index.db.connection() as conn:
+            valid = conn.execute(
+                "SELECT indisvalid FROM pg_index WHERE indexrelid = %s::regclass",
+                (col.hnsw_index,),
+            ).fetchone()[0]
+        assert valid
+
+
+def test_a_build_running_elsewhere_is_left_to_finish(fake_index):
+    """An index another process is building reads as invalid in the catalog; the end of
+    a load must not drop or rebuild it."""
+    import threading
+    import time
+
+    from ragline.store.collections import (
+        build_vector_index,
+        deferred_vector_index,
+        vector_index_state,
+    )
+
+    fake_index.ingest_sources(_texts("r", 4))
+    db, col = fake_index.db, fake_index.collection
+    with db.connection() as conn:
+        conn.execute(f"DROP INDEX {col.hnsw_index}")
+    with db.connection() as writer:  # a writer in flight: the concurrent build waits for it
+        writer.execute("LOCK TABLE chunks IN ROW EXCLUSIVE MODE")
+        builder = threading.Thread(target=build_vector_index, args=(db, col))
+        builder.start()
+        deadline = time.monotonic() + 20
+        while vector_index_state(db, col) != "building" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert vector_index_state(db, col) == "building"
+        with deferred_vector_index(db, col) as build:
+            pass
+        assert build["seconds"] == 0 and vector_index_state(db, col) == "building"
+        writer.rollback()
+    builder.join(timeout=30)
+    assert not builder.is_alive() and vector_index_state(db, col) == "ready"

@@ -627,7 +627,7 @@ def status(obj: _Ctx, as_json: bool) -> None:
     for key, value in st.items():
         if key in ("freshness", "languages_not_covered"):
             continue
-        if key == "embedder_warning":
+        if key.endswith("_warning"):
             click.secho(f"{'warning':24} {value}", fg="yellow")
             continue
         click.echo(f"{key:24} {value}")

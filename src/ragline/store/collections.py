@@ -146,13 +146,31 @@ def build_memory_bytes(n_vectors: int, dim: int) -> int:
     return max(64 << 20, min(need, machine_memory_bytes() // 4))
 
 
-def has_vector_index(db: Database, col: Collection) -> bool:
+def vector_index_state(db: Database, col: Collection) -> str:
+    """The collection's HNSW index: ``"ready"``; ``"building"`` (a build is running);
+    ``"invalid"`` (a concurrent build was interrupted, e.g. the process was killed: the
+    planner never uses it, yet every write still updates it); or ``"missing"`` (a first
+    load that did not reach its end)."""
     with db.connection() as conn:
-        r = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
-            (col.hnsw_index,),
-        ).fetchone()
-    return r is not None
+        return _index_state(conn, col.hnsw_index)
+
+
+def _index_state(conn: Any, name: str) -> str:
+    r = conn.execute(
+        "SELECT i.indisvalid, EXISTS (SELECT 1 FROM pg_stat_progress_create_index p "
+        "WHERE p.index_relid = c.oid) "
+        "FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+        "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
+        (name,),
+    ).fetchone()
+    if r is None:
+        return "missing"
+    valid, building = r
+    return "building" if building else "ready" if valid else "invalid"
+
+
+def has_vector_index(db: Database, col: Collection) -> bool:
+    return vector_index_state(db, col) == "ready"
 
 
 def build_vector_index(db: Database, col: Collection, *, workers: int | None = None) -> None:
@@ -168,6 +186,8 @@ def build_vector_index(db: Database, col: Collection, *, workers: int | None = N
         conn.commit()
         conn.autocommit = True
         try:
+            if _index_state(conn, col.hnsw_index) == "invalid":  # IF NOT EXISTS would keep it
+                conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {col.hnsw_index}")
             mem_mb = build_memory_bytes(int(n), col.dim) >> 20
             conn.execute(f"SET maintenance_work_mem = '{mem_mb}MB'")
             par = workers if workers is not None else max(0, min(3, (os.cpu_count() or 1) - 1))
@@ -181,8 +201,10 @@ def build_vector_index(db: Database, col: Collection, *, workers: int | None = N
 def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, float]]:
     """Loading into an empty collection: drop its vector index for the load and build it
     once at the end (even when the load fails part-way, so the index is never left out).
-    A collection that holds chunks keeps its index, updated row by row. Yields a dict
-    whose ``seconds`` is the build time, once the block has ended."""
+    A collection that holds chunks keeps its index, updated row by row. An index a killed
+    process left missing or invalid is built at the end of the next load (one running
+    in another process is left to finish). Yields a dict whose ``seconds`` is the build
+    time, once the block has ended."""
     import time
 
     with db.connection() as conn:
@@ -195,7 +217,7 @@ def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, f
     try:
         yield timing
     finally:
-        if empty or not has_vector_index(db, col):
+        if empty or vector_index_state(db, col) in ("missing", "invalid"):
             t = time.perf_counter()
             build_vector_index(db, col)
             timing["seconds"] = time.perf_counter() - t
