@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +108,19 @@ class Ingestion:
                 for p, err in iter_files([root], boundary=boundary)
                 if err is None
             )
-        with self._first_load() as build:
-            report = sync_folder(
-                self.ingestor(on_progress, metadata=metadata, boundary=boundary, on_stage=on_stage),
+        ingestor = self.ingestor(
+            on_progress, metadata=metadata, boundary=boundary, on_stage=on_stage
+        )
+        report = self._load(
+            lambda: sync_folder(
+                ingestor,
                 root,
                 owner=owner,
                 on_progress=on_progress,
                 boundary=boundary,
                 max_files=max_files,
             )
-        self._built(report, build)
+        )
         self._record_outcome(owner.tenant, report)
         self._warn_coverage(report)
         return report
@@ -148,9 +150,7 @@ class Ingestion:
         ingestor = self.ingestor(
             on_progress, embed=embed, metadata=metadata, on_stage=on_stage, parse=parse
         )
-        with self._first_load() as build:
-            report = ingestor.ingest(sources, owner=owner)
-        self._built(report, build)
+        report = self._load(lambda: ingestor.ingest(sources, owner=owner))
         self._record_outcome(owner.tenant, report)
         self._warn_coverage(report)
         return report
@@ -199,9 +199,7 @@ class Ingestion:
             metadata=metadata,
             on_progress=on_progress,
         )
-        with self._first_load() as build:
-            report = ingestor.ingest(docs, owner=owner)
-        self._built(report, build)
+        report = self._load(lambda: ingestor.ingest(docs, owner=owner))
         self._record_outcome(owner.tenant, report)
         return report
 
@@ -217,20 +215,20 @@ class Ingestion:
         docs = (d for d in validate(read_jsonl(Path(path)), self.index.collection.dim))
         return self.ingest_vectors(docs, **kwargs)
 
-    def _first_load(self) -> AbstractContextManager[dict[str, float]]:
-        """Around a write: a load into an empty collection builds the vector index once at
-        the end (:func:`~ragline.store.collections.deferred_vector_index`). Row by row, the
-        inserts cost ~1.8 ms of server CPU per vector, taken from the embedding model."""
+    def _load(self, load: Callable[[], Any]) -> Any:
+        """Run ``load`` (it returns the report); a load into an empty collection builds the
+        vector index once at the end (:func:`~ragline.store.collections.deferred_vector_index`),
+        its time in the report. Row by row, the inserts cost ~1.8 ms of server CPU per
+        vector, taken from the embedding model."""
         from .store.collections import deferred_vector_index
 
         if self.index.collection is None:
-            return nullcontext({"seconds": 0.0})
-        return deferred_vector_index(self.index.db, self.index.collection)
-
-    @staticmethod
-    def _built(report: Any, build: Mapping[str, float]) -> None:
+            return load()
+        with deferred_vector_index(self.index.db, self.index.collection) as build:
+            report = load()
         report.vector_index_seconds = build["seconds"]
         report.seconds += build["seconds"]
+        return report
 
     def _record_outcome(self, tenant: str, report: Any) -> None:
         self.index._written()
