@@ -88,7 +88,8 @@ test: system-deps install-test
 # has the cluster's own tests, which `make test` runs too). The one deselected test asserts on
 # EXPLAIN of a statement with a vector parameter, which Citus cannot EXPLAIN remotely.
 CLUSTER_SUITES := tests/store/test_permissions.py tests/ingest/test_lifecycle.py \
-  tests/ingest/test_queue.py tests/test_traces.py tests/ingest/test_sync.py tests/store/test_bm25.py
+  tests/ingest/test_queue.py tests/test_traces.py tests/ingest/test_sync.py tests/store/test_bm25.py \
+  tests/ingest/test_first_load.py
 test-cluster: install-test
 	RAGLINE_TEST_CITUS=1 $(BIN)/python -m pytest -q $(CLUSTER_SUITES) \
 	  --deselect tests/store/test_permissions.py::test_selective_group_filter_returns_k
