@@ -160,7 +160,8 @@ def _index_state(conn: Any, name: str) -> str:
         "SELECT i.indisvalid, EXISTS (SELECT 1 FROM pg_stat_progress_create_index p "
         "WHERE p.index_relid = c.oid) "
         "FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-        "WHERE c.relname = %s AND c.relnamespace = current_schema()::regnamespace",
+        "WHERE c.relname = %s "
+        "AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())",
         (name,),
     ).fetchone()
     if r is None:
