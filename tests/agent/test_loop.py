@@ -188,3 +188,13 @@ def test_the_seed_leads_the_final_evidence_however_many_steps_follow():
     assert len(_searches(run)) >= 3
     assert [k.hit.chunk_id for k in run.evidence[:3]] == [2000, 2001, 2002]
     assert {k.step for k in run.evidence[3:]} - {1}  # later steps still reach the answerer
+
+
+def test_a_seeded_loop_that_finds_nothing_enough_answers_from_what_one_shot_read():
+    """When no step convinces the judge, the loop's guesses do not replace one-shot's
+    passages: the final evidence is the seed whole (its fifth passage was a Czech
+    question's only gold one), so agent = auto never reads less than one-shot did."""
+    seed = _seed_hits([f"Chopin passage {i} about music." for i in range(5)])
+    run = loop(World(), max_steps=4).run(HARD, seed=(HARD, "wiki", seed))
+    assert run.stop_reason != "enough" and len(_searches(run)) > 1
+    assert [k.hit.chunk_id for k in run.evidence] == [2000, 2001, 2002, 2003, 2004]
