@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ragline.ingest.sources import text_source
-from ragline.store.collections import has_vector_index
+from ragline.store.collections import vector_index_state
 
 
 def _texts(prefix: str, n: int):
@@ -23,12 +23,12 @@ def test_a_first_ingest_builds_the_index_at_the_end(fake_index):
     seen: list[bool] = []
 
     def during(_name, _chunks, _pages=0):
-        seen.append(has_vector_index(fake_index.db, fake_index.collection))
+        seen.append(vector_index_state(fake_index.db, fake_index.collection) == "ready")
 
     first = fake_index.ingest_sources(_texts("a", 30), on_progress=during)
     col = fake_index.collection
     assert seen and not any(seen)  # no row-by-row inserts into a graph during the load
-    assert has_vector_index(fake_index.db, col) and first.vector_index_seconds > 0
+    assert vector_index_state(fake_index.db, col) == "ready" and first.vector_index_seconds > 0
     seen.clear()
     later = fake_index.ingest_sources(_texts("b", 5), on_progress=during)
     assert seen and all(seen) and later.vector_index_seconds == 0
@@ -48,7 +48,7 @@ def test_a_failed_first_ingest_still_leaves_the_index(fake_index, monkeypatch):
         conn.execute("DELETE FROM chunks WHERE collection_id = %s", (fake_index.collection.id,))
     with pytest.raises(RuntimeError, match="disk on fire"):
         fake_index.ingest_sources(_texts("y", 3))
-    assert has_vector_index(fake_index.db, fake_index.collection)
+    assert vector_index_state(fake_index.db, fake_index.collection) == "ready"
 
 
 def test_a_first_sync_builds_the_index_at_the_end(fake_index, tmp_path):
@@ -56,7 +56,7 @@ def test_a_first_sync_builds_the_index_at_the_end(fake_index, tmp_path):
         (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nThe valve {i} opens at dawn.\n")
     report = fake_index.sync(tmp_path)
     assert len(report.added) == 12 and report.vector_index_seconds > 0
-    assert has_vector_index(fake_index.db, fake_index.collection)
+    assert vector_index_state(fake_index.db, fake_index.collection) == "ready"
     (tmp_path / "n12.md").write_text("# Note 12\n\nThe valve 12 closes at dusk.\n")
     again = fake_index.sync(tmp_path)
     assert again.added == ["n12.md"] or len(again.added) == 1
@@ -100,11 +100,7 @@ def test_a_build_running_elsewhere_is_left_to_finish(fake_index):
     import threading
     import time
 
-    from ragline.store.collections import (
-        build_vector_index,
-        deferred_vector_index,
-        vector_index_state,
-    )
+    from ragline.store.collections import build_vector_index, deferred_vector_index
 
     fake_index.ingest_sources(_texts("r", 4))
     db, col = fake_index.db, fake_index.collection

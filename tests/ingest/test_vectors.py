@@ -138,10 +138,10 @@ def test_cli_vectors_into_an_empty_collection_builds_the_vector_index(pg_url, sc
     assert hits["hits"][0]["doc_key"] == "doc-7"
     from ragline.core.settings import Settings
     from ragline.index import Index
-    from ragline.store.collections import has_vector_index
+    from ragline.store.collections import vector_index_state
 
     idx = Index(Settings(database_url=pg_url, db_schema=schema, embedder=f"onnx:{model}"))
-    assert has_vector_index(idx.db, idx.collection)
+    assert vector_index_state(idx.db, idx.collection) == "ready"
     idx.close()
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"key": "x", "chunks": [{"text": "t", "vector": [1.0, 2.0]}]}) + "\n")

@@ -272,13 +272,14 @@ class AgentLoop:
             if missing:
                 note += "; still missing: " + ", ".join(missing[:10])
             notes.insert(0, note)
-        evidence = _interleave(needs, self.max_evidence, seeded=seed is not None)
         if seed is not None and not any(n.done for n in needs):
             # the loop found nothing the judge calls enough: answer from what one-shot read
             # (all of it: its fourth and fifth passages, not the loop's guesses)
             q, src, hits = seed
             evidence = [Kept(h, src, 1, q, 0) for h in list(hits)[: self.max_evidence]]
             notes.append("no step found enough evidence: the answer reads the one-shot passages")
+        else:
+            evidence = _interleave(needs, self.max_evidence, seeded=seed is not None)
         answer = self._synthesize(question, needs, evidence, chat, meter, steps, notes, calls)
         return AgentRun(
             question=question,

@@ -170,10 +170,6 @@ def _index_state(conn: Any, name: str) -> str:
     return "building" if building else "ready" if valid else "invalid"
 
 
-def has_vector_index(db: Database, col: Collection) -> bool:
-    return vector_index_state(db, col) == "ready"
-
-
 def build_vector_index(db: Database, col: Collection, *, workers: int | None = None) -> None:
     """(Re)build the collection's HNSW index with memory sized for it, without blocking
     writers of other collections (CONCURRENTLY)."""
