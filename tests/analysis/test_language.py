@@ -11,6 +11,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragline.analysis import get_analyzer
 from ragline.analysis import language as lang_mod
@@ -476,3 +478,126 @@ def test_importing_analysis_stays_light():
         "assert 'py3langid' not in sys.modules and 'numpy' not in sys.modules, 'heavy import'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- the automaton walked at every position at once, against py3langid's own walk ---
+
+
+def _stock_identifier():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+_STOCK: list = []
+
+
+def _stock_identifier_cached():
+    if not _STOCK:
+        _STOCK.append(_stock_identifier())
+    return _STOCK[0]
+
+
+def test_dfa_depth_bounds_every_state():
+    """Every state is at most DFA_DEPTH bytes from the start (breadth-first search of the
+    model): the condition for walking the last DFA_DEPTH bytes of each position instead of
+    the whole text."""
+    np = pytest.importorskip("numpy")
+    ident = lang_mod._identifier()
+    nextmove, rowbase = ident._nextmove, ident._rowbase_np
+    seen = np.zeros(len(rowbase), dtype=bool)
+    seen[0] = True
+    frontier, depth = np.zeros(1, dtype=np.int64), 0
+    while True:
+        reached = []
+        for i in range(0, len(frontier), 1024):
+            part = frontier[i : i + 1024]
+            nxt = np.unique(nextmove[(rowbase[part][:, None] + np.arange(256)).ravel()])
+            nxt = nxt[~seen[nxt]]
+            seen[nxt] = True
+            reached.append(nxt)
+        frontier = np.concatenate(reached).astype(np.int64)
+        if len(frontier) == 0:
+            break
+        depth += 1
+    assert seen.all()
+    assert depth == lang_mod.DFA_DEPTH
+
+
+def _texts_of_the_shared_documents() -> list[str]:
+    texts = [p for paras in PARAGRAPHS.values() for p in paras]
+    texts += [q for qs in QUERIES.values() for q in qs]
+    return texts
+
+
+_SCRIPTS = st.characters(
+    whitelist_categories=("L", "N", "P", "Z", "S", "M"),
+    # Latin, Latin-1/Extended, Greek, Cyrillic, Hebrew, Arabic, Devanagari, CJK, emoji
+    max_codepoint=0x1F64F,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.text(_SCRIPTS, max_size=40),
+            st.sampled_from(_texts_of_the_shared_documents()),
+        ),
+        max_size=6,
+    )
+)
+def test_feature_counts_equal_py3langids_walk(parts):
+    """The same features, in the same order, with the same counts as py3langid's byte-at-a-
+    time walk; and so the same ranking, to the bit, as the stock identifier."""
+    from py3langid.langid import visit_counts
+
+    stock = _stock_identifier_cached()
+    ident = lang_mod._identifier()
+    text = " ".join(parts)
+    data = stock._encode(text)
+    want = visit_counts(stock.tk_nextmove, stock._rowbase, stock.tk_output, data) or {}
+    found, counts = lang_mod.feature_counts(
+        ident._nextmove, ident._rowbase_np, ident._output_np, data
+    )
+    assert found.tolist() == list(want.keys())
+    assert counts.tolist() == list(want.values())
+    assert ident.rank(text) == stock.rank(text)
+
+
+def test_detection_matches_the_stock_identifier_on_the_shared_documents():
+    """Every language answer and posterior over the shared evaluation passages is what
+    py3langid's own identifier gives (detect_language samples each text first)."""
+    from tests.conftest import SHARED_DATA
+
+    stock = _stock_identifier_cached()
+    ident = lang_mod._identifier()
+    passages = SHARED_DATA / "squad2-dev" / "passages.jsonl"
+    if not passages.exists():
+        pytest.skip(f"{passages} is absent (../shared/data beside the checkout)")
+    texts = [json.loads(line)["text"] for line in passages.open()][:300]
+    for text in texts + _texts_of_the_shared_documents():
+        prose = lang_mod._prose_sample(text)
+        if prose is not None:
+            assert ident.rank(prose) == stock.rank(prose)
+
+
+def _strip_markup_reference(line: str) -> str:
+    """The markup stripping as written before each pattern got its literal guard."""
+    line = lang_mod._LINK.sub(r"\1", lang_mod._INLINE_CODE.sub(" ", line))
+    line = lang_mod._MARKDOWN_INLINE.sub(" ", lang_mod._URL_OR_EMAIL.sub(" ", line))
+    return lang_mod._LINE_MARKER.sub("", line).strip()
+
+
+_MARKUP = st.lists(
+    st.sampled_from(
+        list("ab Zé1.-_@`[]()*|#>:/wWhHtTpPsS\t") + ["https://", "www.", "](", "x@y.z"]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_MARKUP)
+def test_guarded_markup_stripping_equals_the_unguarded(line):
+    assert lang_mod._strip_markup(line) == _strip_markup_reference(line)
