@@ -120,3 +120,27 @@ def test_a_build_running_elsewhere_is_left_to_finish(fake_index):
         writer.rollback()
     builder.join(timeout=30)
     assert not builder.is_alive() and vector_index_state(db, col) == "ready"
+
+
+def test_the_build_leaves_no_setting_on_its_pooled_connection(fake_index):
+    """The build sizes its session (work memory, parallel workers, no minimum table size
+    for them); the connection returns to the pool, and a query planned on it later must
+    see the server's own settings again."""
+    names = (
+        "maintenance_work_mem",
+        "max_parallel_maintenance_workers",
+        "min_parallel_table_scan_size",
+    )
+
+    def shown() -> list[list[str]]:
+        # every connection the pool holds (it is single-threaded here: one at a time)
+        out = []
+        for _ in range(fake_index.db.pool.get_stats().get("pool_size", 1)):
+            with fake_index.db.connection() as conn:
+                out.append([conn.execute(f"SHOW {n}").fetchone()[0] for n in names])
+        return out
+
+    before = shown()
+    first = fake_index.ingest_sources(_texts("s", 4))
+    assert first.vector_index_seconds > 0
+    assert shown() == before

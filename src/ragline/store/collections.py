@@ -196,7 +196,19 @@ def build_vector_index(db: Database, col: Collection, *, workers: int | None = N
             conn.execute("SET min_parallel_table_scan_size = 0")
             conn.execute(vector_index_sql(col, concurrently=True))
         finally:
+            # the connection goes back to the pool: a query planned on it later must not
+            # see these (parallel scans of small tables, a build-sized work memory)
+            if not conn.closed and not conn.broken:
+                for name in _BUILD_SETTINGS:
+                    conn.execute(f"RESET {name}")
             conn.autocommit = False
+
+
+_BUILD_SETTINGS = (
+    "maintenance_work_mem",
+    "max_parallel_maintenance_workers",
+    "min_parallel_table_scan_size",
+)
 
 
 @contextmanager
