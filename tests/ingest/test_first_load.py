@@ -1,13 +1,23 @@
 """A first load into an empty collection builds the vector index once at the end (files,
 texts and folder syncs as well as precomputed vectors); later loads update it row by row.
-Either way the index exists afterwards and vector search uses it, also after a failure."""
+Either way the index exists afterwards and vector search uses it, also after a failure.
+
+A collection smaller than ``GRAPH_FROM`` chunks gets no graph (every search of it scans
+exactly); the load that brings it to that size builds it at its end. Most tests here are
+about the graph itself, so they lower ``GRAPH_FROM`` to 0 (``graph_always``)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ragline.ingest.sources import text_source
 from ragline.store.collections import vector_index_state
+
+
+@pytest.fixture
+def graph_always(monkeypatch):
+    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 0)
 
 
 def _texts(prefix: str, n: int):
@@ -19,7 +29,7 @@ def _texts(prefix: str, n: int):
     ]
 
 
-def test_a_first_ingest_builds_the_index_at_the_end(fake_index):
+def test_a_first_ingest_builds_the_index_at_the_end(fake_index, graph_always):
     seen: list[bool] = []
 
     def during(_name, _chunks, _pages=0):
@@ -36,7 +46,7 @@ def test_a_first_ingest_builds_the_index_at_the_end(fake_index):
     assert hits and all(h.doc_key.startswith(("a", "b")) for h in hits)
 
 
-def test_a_failed_first_ingest_still_leaves_the_index(fake_index, monkeypatch):
+def test_a_failed_first_ingest_still_leaves_the_index(fake_index, graph_always, monkeypatch):
     import ragline.ingest.pipeline as pipeline
 
     def broken(*_a, **_k):
@@ -51,7 +61,7 @@ def test_a_failed_first_ingest_still_leaves_the_index(fake_index, monkeypatch):
     assert vector_index_state(fake_index.db, fake_index.collection) == "ready"
 
 
-def test_a_first_sync_builds_the_index_at_the_end(fake_index, tmp_path):
+def test_a_first_sync_builds_the_index_at_the_end(fake_index, graph_always, tmp_path):
     for i in range(12):
         (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nThe valve {i} opens at dawn.\n")
     report = fake_index.sync(tmp_path)
@@ -63,7 +73,7 @@ def test_a_first_sync_builds_the_index_at_the_end(fake_index, tmp_path):
     assert again.vector_index_seconds == 0
 
 
-def test_an_index_a_killed_load_left_invalid_or_missing_is_rebuilt(fake_index):
+def test_an_index_a_killed_load_left_invalid_or_missing_is_rebuilt(fake_index, graph_always):
     """A process killed inside ``CREATE INDEX CONCURRENTLY`` leaves an invalid index
     (``IF NOT EXISTS`` would keep it forever: never used, always updated); one killed
     before the build leaves none. ``status`` says so and the next ingest, even of
@@ -94,7 +104,7 @@ def test_an_index_a_killed_load_left_invalid_or_missing_is_rebuilt(fake_index):
         assert valid
 
 
-def test_a_build_running_elsewhere_is_left_to_finish(fake_index):
+def test_a_build_running_elsewhere_is_left_to_finish(fake_index, graph_always):
     """An index another process is building reads as invalid in the catalog; the end of
     a load must not drop or rebuild it."""
     import threading
@@ -122,7 +132,7 @@ def test_a_build_running_elsewhere_is_left_to_finish(fake_index):
     assert not builder.is_alive() and vector_index_state(db, col) == "ready"
 
 
-def test_the_build_leaves_no_setting_on_its_pooled_connection(fake_index):
+def test_the_build_leaves_no_setting_on_its_pooled_connection(fake_index, graph_always):
     """The build sizes its session (work memory, parallel workers, no minimum table size
     for them); the connection returns to the pool, and a query planned on it later must
     see the server's own settings again."""
@@ -144,3 +154,73 @@ def test_the_build_leaves_no_setting_on_its_pooled_connection(fake_index):
     first = fake_index.ingest_sources(_texts("s", 4))
     assert first.vector_index_seconds > 0
     assert shown() == before
+
+
+def _nearest(index, query: str, k: int) -> list[tuple[str, float]]:
+    """The k nearest chunks by brute force over every stored vector (numpy, float64)."""
+    q = np.asarray(index.embedder.embed_query(query), dtype=np.float64)
+    with index.db.connection() as conn:
+        rows = conn.execute(
+            "SELECT d.doc_key, c.embedding FROM chunks c JOIN documents d "
+            "ON d.tenant = c.tenant AND d.id = c.document_id WHERE c.collection_id = %s",
+            (index.collection.id,),
+        ).fetchall()
+    keys = [r[0] for r in rows]
+    vecs = np.array([r[1].to_numpy() for r in rows], dtype=np.float64)
+    sims = vecs @ q / (np.linalg.norm(vecs, axis=1) * np.linalg.norm(q))
+    order = np.lexsort((keys, -sims))[:k]
+    return [(keys[i], float(sims[i])) for i in order]
+
+
+def test_a_small_collection_gets_no_graph_and_is_searched_exactly(fake_index):
+    """Under GRAPH_FROM chunks a load builds nothing at its end; status says the search is
+    exact, with no warning; vector search returns the exact nearest chunks."""
+    from ragline.store.collections import GRAPH_FROM
+
+    assert GRAPH_FROM == 2000
+    seen: list[str] = []
+    report = fake_index.ingest_sources(
+        _texts("e", 40),
+        on_progress=lambda *_: seen.append(
+            vector_index_state(fake_index.db, fake_index.collection)
+        ),
+    )
+    assert report.vector_index_seconds == 0 and seen and set(seen) == {"exact"}
+    st = fake_index.status()
+    assert st["vector_index"] == "exact" and "vector_index_warning" not in st
+    with fake_index.db.connection() as conn:
+        n = conn.execute(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = %s",
+            (fake_index.collection.hnsw_index,),
+        ).fetchone()[0]
+    assert n == 0
+    hits = fake_index.search("Pump e17 hums at 17 hertz", mode="vector", k=8)
+    want = _nearest(fake_index, "Pump e17 hums at 17 hertz", 8)
+    assert [h.doc_key for h in hits] == [k for k, _ in want]
+    assert all(abs(h.score - s) < 1e-5 for h, (_, s) in zip(hits, want))
+
+
+def test_the_load_that_reaches_graph_from_builds_the_graph_at_its_end(fake_index, monkeypatch):
+    """A collection without a graph gets it once a load leaves it at GRAPH_FROM chunks or
+    more: built once at the end of that load (no row-by-row inserts during it), then kept
+    and updated row by row, also when deletes shrink the collection again."""
+    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 40)
+    col = lambda: fake_index.collection  # noqa: E731
+    first = fake_index.ingest_sources(_texts("a", 30))
+    assert first.vector_index_seconds == 0 and vector_index_state(fake_index.db, col()) == "exact"
+    seen: list[str] = []
+
+    def during(*_a):
+        seen.append(vector_index_state(fake_index.db, col()))
+
+    second = fake_index.ingest_sources(_texts("b", 15), on_progress=during)
+    assert seen and "ready" not in seen  # the rows went in without a graph
+    assert second.vector_index_seconds > 0 and vector_index_state(fake_index.db, col()) == "ready"
+    seen.clear()
+    third = fake_index.ingest_sources(_texts("c", 3), on_progress=during)
+    assert third.vector_index_seconds == 0 and seen and set(seen) == {"ready"}
+    for i in range(30):
+        fake_index.delete(f"a{i}")
+    assert vector_index_state(fake_index.db, col()) == "ready"
+    hits = fake_index.search("Pump b3 hums", mode="vector", k=3)
+    assert hits and all(h.doc_key.startswith(("b", "c")) for h in hits)

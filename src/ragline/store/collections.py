@@ -17,6 +17,13 @@ from ..core.errors import ConfigError, ModelMismatchError, NotFoundError
 from .db import Database
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+GRAPH_FROM = 2000
+"""A collection gets its HNSW graph once a load leaves it holding this many chunks. Below,
+every search scans the permitted rows exactly (:data:`ragline.store.search.EXACT_SCAN_BELOW`
+is this number), which is exact and takes a few milliseconds, so a graph would never be
+walked and would only cost its build, on the critical path at the end of a small first
+load (0.37-0.44 s for 773 chunks). Weaviate's dynamic index and Qdrant's indexing threshold
+leave small collections flat for the same reason."""
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 128
 """The HNSW graph's degree and build beam. At 1M chunks of the scale corpus (bench/README,
@@ -149,10 +156,24 @@ def build_memory_bytes(n_vectors: int, dim: int) -> int:
 def vector_index_state(db: Database, col: Collection) -> str:
     """The collection's HNSW index: ``"ready"``; ``"building"`` (a build is running);
     ``"invalid"`` (a concurrent build was interrupted, e.g. the process was killed: the
-    planner never uses it, yet every write still updates it); or ``"missing"`` (a first
-    load that did not reach its end)."""
+    planner never uses it, yet every write still updates it); ``"exact"`` (none, and none
+    needed: the collection holds fewer than :data:`GRAPH_FROM` chunks, scanned exactly);
+    or ``"missing"`` (none, for more chunks than that: a load that did not reach its end)."""
     with db.connection() as conn:
-        return _index_state(conn, col.hnsw_index)
+        state = _index_state(conn, col.hnsw_index)
+        if state == "missing" and _below_graph(conn, col):
+            return "exact"
+        return state
+
+
+def _below_graph(conn: Any, col: Collection) -> bool:
+    """Whether the collection holds fewer than :data:`GRAPH_FROM` chunks (reads at most
+    that many rows)."""
+    n = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE collection_id = %s LIMIT %s) s",
+        (col.id, GRAPH_FROM),
+    ).fetchone()[0]
+    return int(n) < GRAPH_FROM
 
 
 def _index_state(conn: Any, name: str) -> str:
@@ -214,11 +235,13 @@ _BUILD_SETTINGS = (
 @contextmanager
 def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, float]]:
     """Loading into an empty collection: drop its vector index for the load and build it
-    once at the end (even when the load fails part-way, so the index is never left out).
-    A collection that holds chunks keeps its index, updated row by row. An index a killed
-    process left missing or invalid is built at the end of the next load (one running
-    in another process is left to finish). Yields a dict whose ``seconds`` is the build
-    time, once the block has ended."""
+    once at the end (even when the load fails part-way, so the index is never left out),
+    if the collection then holds :data:`GRAPH_FROM` chunks or more. A collection that
+    holds chunks keeps its index, updated row by row; one without (it was smaller) gets
+    it at the end of the load that brings it to that size. An index a killed process left
+    missing or invalid is built at the end of the next load (one running in another
+    process is left to finish). Yields a dict whose ``seconds`` is the build time, once
+    the block has ended."""
     import time
 
     with db.connection() as conn:
@@ -231,7 +254,7 @@ def deferred_vector_index(db: Database, col: Collection) -> Iterator[dict[str, f
     try:
         yield timing
     finally:
-        if empty or vector_index_state(db, col) in ("missing", "invalid"):
+        if vector_index_state(db, col) in ("missing", "invalid"):
             t = time.perf_counter()
             build_vector_index(db, col)
             timing["seconds"] = time.perf_counter() - t

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.filters import Filters
 from ..core.types import Hit, Principal
-from .collections import Collection
+from .collections import GRAPH_FROM, Collection
 from .db import Database
 from .filters import acl_sql
 
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
-EXACT_SCAN_BELOW = 2000
-"""Filters permitting fewer chunks than this use an exact scan instead of HNSW."""
+EXACT_SCAN_BELOW = GRAPH_FROM
+"""Filters permitting fewer chunks than this use an exact scan instead of HNSW (so a
+collection this small needs no graph, and gets none: :data:`GRAPH_FROM`)."""
 EXACT_VISIT_RATIO = 10
 """Without metadata filters, an exact scan also when permitted rows x their share of the
 index is below this many times k: the graph walk would visit more than it saves."""
