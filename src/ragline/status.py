@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .store import collections as _collections
 from .store.collections import collection_overview, vector_index_state
 from .store.freshness import freshness
 from .store.versions import list_versions
@@ -60,6 +61,12 @@ def _vector_index(index: Any, chunks: int) -> dict[str, Any]:
     """The HNSW index's state, and what to do when a killed load left it out."""
     state = vector_index_state(index.db, index.collection)
     out: dict[str, Any] = {"vector_index": state}
+    if state == "exact":
+        graph_from = _collections.GRAPH_FROM
+        out["vector_index_note"] = (
+            f"no HNSW graph under {graph_from:,} chunks: vector search compares every "
+            f"permitted chunk (exact); the load that reaches {graph_from:,} builds the graph"
+        )
     if chunks and state in ("missing", "invalid"):
         out["vector_index_warning"] = (
             f"the vector index is {state} (a load was interrupted before building it): "

@@ -188,6 +188,7 @@ def test_a_small_collection_gets_no_graph_and_is_searched_exactly(fake_index):
     assert report.vector_index_seconds == 0 and seen and set(seen) == {"exact"}
     st = fake_index.status()
     assert st["vector_index"] == "exact" and "vector_index_warning" not in st
+    assert "under 2,000 chunks" in st["vector_index_note"]
     with fake_index.db.connection() as conn:
         n = conn.execute(
             "SELECT count(*) FROM pg_indexes WHERE indexname = %s",
