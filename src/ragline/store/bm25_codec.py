@@ -118,7 +118,8 @@ def decode_blocks(
     fmt_of = np.fromiter((h[0] for h in heads), dtype=np.int64, count=len(heads))
     for f in sorted(fmts):
         sel = np.flatnonzero(fmt_of == f)
-        got = _decode_one_format([blocks[i] for i in sel], [heads[i] for i in sel])
+        members = sel.tolist()
+        got = _decode_one_format([blocks[i] for i in members], [heads[i] for i in members])
         cnt = n[sel]
         dest = np.repeat(out_at[sel] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
         ids[dest], tfs[dest], dls[dest] = got
