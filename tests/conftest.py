@@ -110,6 +110,13 @@ def run(pg_url: str, schema: str):
 
 
 @pytest.fixture()
+def graph_always(monkeypatch):
+    """Every load ends with an HNSW graph, whatever the collection's size (GRAPH_FROM
+    lowered to 0), for tests of the graph itself on small collections."""
+    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 0)
+
+
+@pytest.fixture()
 def fake_index(pg_url: str, schema: str):
     """An index on a real PostgreSQL with a deterministic fake embedder (logic tests at scale)."""
     from tests.fakes import FakeEmbedder

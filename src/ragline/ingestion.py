@@ -218,8 +218,9 @@ class Ingestion:
     def _load(self, load: Callable[[], Any]) -> Any:
         """Run ``load`` (it returns the report); a load into an empty collection builds the
         vector index once at the end, if the collection then holds enough chunks to need one
-        (:func:`~ragline.store.collections.deferred_vector_index`), its time in the report. Row by row, the inserts cost ~1.8 ms of server CPU per
-        vector, taken from the embedding model."""
+        (:func:`~ragline.store.collections.deferred_vector_index`), its time in the report.
+        Row by row, the inserts cost ~1.8 ms of server CPU per vector, taken from the
+        embedding model."""
         from .store.collections import deferred_vector_index
 
         if self.index.collection is None:

@@ -15,11 +15,6 @@ from ragline.ingest.sources import text_source
 from ragline.store.collections import vector_index_state
 
 
-@pytest.fixture
-def graph_always(monkeypatch):
-    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 0)
-
-
 def _texts(prefix: str, n: int):
     return [
         text_source(
@@ -206,22 +201,22 @@ def test_the_load_that_reaches_graph_from_builds_the_graph_at_its_end(fake_index
     more: built once at the end of that load (no row-by-row inserts during it), then kept
     and updated row by row, also when deletes shrink the collection again."""
     monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 40)
-    col = lambda: fake_index.collection  # noqa: E731
     first = fake_index.ingest_sources(_texts("a", 30))
-    assert first.vector_index_seconds == 0 and vector_index_state(fake_index.db, col()) == "exact"
+    col = fake_index.collection
+    assert first.vector_index_seconds == 0 and vector_index_state(fake_index.db, col) == "exact"
     seen: list[str] = []
 
     def during(*_a):
-        seen.append(vector_index_state(fake_index.db, col()))
+        seen.append(vector_index_state(fake_index.db, col))
 
     second = fake_index.ingest_sources(_texts("b", 15), on_progress=during)
     assert seen and "ready" not in seen  # the rows went in without a graph
-    assert second.vector_index_seconds > 0 and vector_index_state(fake_index.db, col()) == "ready"
+    assert second.vector_index_seconds > 0 and vector_index_state(fake_index.db, col) == "ready"
     seen.clear()
     third = fake_index.ingest_sources(_texts("c", 3), on_progress=during)
     assert third.vector_index_seconds == 0 and seen and set(seen) == {"ready"}
     for i in range(30):
         fake_index.delete(f"a{i}")
-    assert vector_index_state(fake_index.db, col()) == "ready"
+    assert vector_index_state(fake_index.db, col) == "ready"
     hits = fake_index.search("Pump b3 hums", mode="vector", k=3)
     assert hits and all(h.doc_key.startswith(("b", "c")) for h in hits)

@@ -105,12 +105,11 @@ def test_duplicate_keys_and_bad_json(fake_index, tmp_path):
 
 
 def test_cli_vectors_into_an_empty_collection_builds_the_vector_index(
-    pg_url, schema, tmp_path, monkeypatch
+    pg_url, schema, tmp_path, graph_always
 ):
     """`ragline ingest --vectors` with the collection's embedder named (a tiny ONNX model
     directory the test writes): the load defers the HNSW index and builds it at the end
     (of any size here: GRAPH_FROM lowered to 0)."""
-    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 0)
     from tests.conftest import cli_runner
     from tests.embed.test_onnx_dir import D, tiny_dir
 

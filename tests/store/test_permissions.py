@@ -12,12 +12,9 @@ from ragline.core.types import Principal
 from ragline.ingest.sources import text_source
 from ragline.store.search import vector_search
 
-
-@pytest.fixture(autouse=True)
-def graph_always(monkeypatch):
-    """These collections are small, and the graph walk is part of what is tested here: every
-    load ends with a graph, as a collection of GRAPH_FROM chunks or more has."""
-    monkeypatch.setattr("ragline.store.collections.GRAPH_FROM", 0)
+# These collections are small, and the graph walk is part of what is tested here: every
+# load ends with a graph, as a collection of GRAPH_FROM chunks or more has.
+pytestmark = pytest.mark.usefixtures("graph_always")
 
 
 TOPICS = ["battery charging", "expense policy", "security incident", "data retention", "vpn access"]
