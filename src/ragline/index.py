@@ -42,6 +42,7 @@ class Index:
             settings.database_url or settings.data_dir,
             schema=settings.db_schema,
             max_size=settings.pool_size,
+            prepare=settings.prepared_statements,
         )
         self.read_db: Any = self.db  # searches and asks read here (store/replicas.py)
         if settings.read_urls() and not settings.read_from_primary:

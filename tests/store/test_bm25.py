@@ -230,3 +230,56 @@ def test_tops_refreshed_by_an_ingest_decide_short_queries_and_writes_clear_them(
     with fake_index.db.connection() as conn:
         assert bm25.check(conn, fake_index.collection.id) == []
     searched(set())
+
+
+def test_prepared_statements_change_no_result_and_can_be_turned_off(pg_url, schema, monkeypatch):
+    """The BM25 leg's statements are prepared on each connection (parsed once; after five
+    runs PostgreSQL may plan them generically) and find exactly what unprepared statements
+    find, scores to the bit; with ``prepared_statements = false`` (a pooler in transaction
+    mode that does not keep them) none is prepared."""
+    from ragline.core.settings import Settings
+    from ragline.store import bm25_topk
+    from tests.conftest import make_index
+    from tests.fakes import FakeEmbedder
+
+    monkeypatch.setenv("RAGLINE_PREPARED_STATEMENTS", "false")
+    assert Settings.load().prepared_statements is False
+    monkeypatch.delenv("RAGLINE_PREPARED_STATEMENTS")
+    assert Settings.load().prepared_statements is True
+    # short lists read one term at a time, so MaxScore's later reads (block bounds,
+    # blocks, the chunks' own rows) run too
+    monkeypatch.setattr(bm25_topk, "SMALL_LIST", 4)
+    rng = random.Random(13)
+    docs = _docs(rng, 160, "p")
+    writer = make_index(pg_url, schema, embedder=FakeEmbedder())
+    writer.ingest_sources([text_source(*d) for d in docs[:100]], tenant="A")
+    writer.ingest_sources([text_source(*d) for d in docs[100:]], tenant="A", groups=("hr",))
+    writer.close()
+    # one connection each, so that the statements prepared are all on the one looked at
+    on = make_index(pg_url, schema, embedder=FakeEmbedder(), pool_size=1)
+    off = make_index(
+        pg_url, schema, embedder=FakeEmbedder(), pool_size=1, prepared_statements=False
+    )
+    try:
+        readers = (Principal("A"), Principal("A", ("hr",)), Principal("B"))
+        for _ in range(40):
+            qterms = on.analyzer.terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 6))))
+            for p in readers:
+                for k in (3, 1000):
+                    got = bm25_search(on.db, on.collection, qterms, p, k=k)
+                    assert got == bm25_search(off.db, off.collection, qterms, p, k=k)
+                    assert p.tenant == "B" or got
+        prepared = {}
+        with on.db.connection() as conn:  # the pool's one connection, which ran them all
+            for sql, generic, custom in conn.execute(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            ):
+                prepared[sql] = generic + custom
+        assert any("FROM bm25_classes" in s for s in prepared), prepared
+        assert any("FROM bm25_terms" in s for s in prepared), prepared
+        assert len(prepared) >= 4 and max(prepared.values()) >= 100, prepared
+        with off.db.connection() as conn:
+            assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
+    finally:
+        on.close()
+        off.close()

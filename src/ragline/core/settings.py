@@ -201,6 +201,12 @@ class Settings(BaseModel):
         default=100, ge=1, description="filter values of one request, all keys together"
     )
     pool_size: int = Field(default=4, ge=1, le=64, description="database connections per process")
+    prepared_statements: bool = Field(
+        default=True,
+        description="prepare the BM25 leg's statements on each connection; false behind a "
+        "pooler in transaction mode that does not track them (PgBouncer < 1.21 or "
+        "max_prepared_statements = 0)",
+    )
     read_database_url: str | None = Field(
         default=None,
         description="streaming replicas searches and asks read from: one postgresql:// URL or "

@@ -136,10 +136,13 @@ class _DbSource:
         tenant: str,
         classes: list[int],
         read: Mapping[str, Postings] | None = None,
+        prepare: bool = False,
     ) -> None:
         self.conn, self.cid, self.tenant, self.classes = conn, collection_id, tenant, classes
         self.read = dict(read or {})
         """Terms whose every list the search has read whole already."""
+        self.prepare = prepare
+        """Whether to prepare the statements (:attr:`ragline.store.db.Database.prepare`)."""
 
     def postings(self, terms: Sequence[str]) -> dict[str, Postings]:
         out = {t: self.read[t] for t in terms if t in self.read}
@@ -151,6 +154,7 @@ class _DbSource:
             "AND term = ANY(%s) AND class_id = ANY(%s)",
             (self.cid, self.tenant, list(terms), self.classes),
             binary=True,
+            prepare=self.prepare,
         ).fetchall()
         by_term: dict[str, list[bytes]] = {}
         for term, data in rows:
@@ -170,6 +174,7 @@ class _DbSource:
             "AND term = ANY(%s) AND class_id = ANY(%s) GROUP BY term",
             (self.cid, self.tenant, list(terms), self.classes),
             binary=True,
+            prepare=self.prepare,
         ).fetchall()
         return {r[0]: BlockMeta(*(np.array(a, dtype=np.int64) for a in r[1:])) for r in rows}
 
@@ -184,7 +189,10 @@ class _DbSource:
         with self.conn.pipeline():
             cursors = {
                 t: self.conn.execute(
-                    sql, (self.cid, self.tenant, t, self.classes, f.tolist()), binary=True
+                    sql,
+                    (self.cid, self.tenant, t, self.classes, f.tolist()),
+                    binary=True,
+                    prepare=self.prepare,
                 )
                 for t, f in firsts.items()
             }
@@ -204,7 +212,10 @@ class _DbSource:
 
     def forward(self, ids: np.ndarray, terms: Sequence[str]) -> dict[str, Postings]:
         row = self.conn.execute(
-            FORWARD_PACKED, (self.tenant, params.ints(ids.tolist())), binary=True
+            FORWARD_PACKED,
+            (self.tenant, params.ints(ids.tolist())),
+            binary=True,
+            prepare=self.prepare,
         ).fetchone()
         if row is None or row[0] is None:
             return {}
@@ -252,6 +263,9 @@ def search(
         "AND tenant = %(tenant)s AND (groups = '{}'::text[] OR groups && %(groups)s::text[])"
         f"{cur}"
     )
+    # the statements below are the same text for every query: prepared, each is parsed and
+    # planned once per connection (a replica's pool has the primary's setting)
+    prepare = bool(getattr(db, "prepare", False))
     with db.connection() as conn:
         # one snapshot for every statement of the search; BEGIN, SET, the classes, and the
         # statistics of each (term, class) with the top of a long list and the blocks of a
@@ -262,7 +276,7 @@ def search(
         # of them whole cost 3.3 → 4.2 ms.)
         with conn.pipeline():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            classes_cur = conn.execute(classes_sql, args, binary=True)
+            classes_cur = conn.execute(classes_sql, args, binary=True, prepare=prepare)
             terms_cur = conn.execute(
                 "SELECT t.term, t.class_id, t.df, t.max_tf, t.min_dl, "
                 "CASE WHEN %(tops)s AND t.df > %(top)s THEN t.top END, "
@@ -274,6 +288,7 @@ def search(
                 f"AND t.term = ANY(%(terms)s) AND t.class_id IN (SELECT class_id FROM ({classes_sql}) v)",
                 args,
                 binary=True,
+                prepare=prepare,
             )
         class_rows = classes_cur.fetchall()
         classes = [int(r[0]) for r in class_rows]
@@ -292,7 +307,7 @@ def search(
         }
         # a term whose every list is short is read whole already
         read = {t: short[t] for t, x in lists.items() if x.all_short and t in short}
-        source = _DbSource(conn, collection.id, principal.tenant, classes, read)
+        source = _DbSource(conn, collection.id, principal.tenant, classes, read, prepare)
         avgdl = sum_dl / n_docs
         # the tops decide when every term's long lists have one (a query of short lists
         # alone is read whole by MaxScore, from what this round trip brought)

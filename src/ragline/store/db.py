@@ -4,7 +4,9 @@ All ragline tables live in one PostgreSQL schema (default ``ragline``), so ragli
 share a production database with other applications, and tests can isolate themselves
 in schemas of their own. Connections come from a small pool; auto-prepare is off
 (``prepare_threshold=None``) so per-query ``SET LOCAL`` for HNSW takes effect, and JIT
-is off for the short queries ragline runs.
+is off for the short queries ragline runs. The BM25 leg's fixed statements are prepared
+explicitly (``Database.prepare``; ``prepared_statements = false`` turns it off behind a
+pooler that cannot keep them).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from ..core.errors import ConfigError, StoreError
 DEFAULT_SCHEMA = "ragline"
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x7261676C  # 'ragl': one migrator at a time per database
+_PREPARE_ONLY_WHEN_ASKED = 2**62
+"""A connection's ``prepare_threshold`` when statements may be prepared: only those
+executed with ``prepare=True`` are (psycopg's automatic preparation after N runs stays
+off)."""
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -36,7 +42,9 @@ def migrations() -> list[tuple[int, str, str]]:
 class Database:
     """A pool of connections to one PostgreSQL database and one ragline schema."""
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, max_size: int = 4) -> None:
+    def __init__(
+        self, url: str, *, schema: str = DEFAULT_SCHEMA, max_size: int = 4, prepare: bool = True
+    ) -> None:
         if not _SCHEMA_RE.match(schema):
             raise ConfigError(
                 f"invalid schema name {schema!r}: use lower-case letters, digits and _"
@@ -45,6 +53,12 @@ class Database:
         self.schema = schema
         self._ext_schema = "public"
         self.distributed = False  # a Citus coordinator (see ragline.store.distribution)
+        self.prepare = prepare
+        """Whether the BM25 leg prepares its fixed statements on each connection (parsed and
+        planned once per connection instead of per query: ~1 ms of a query's ~10 at 100k
+        chunks; bench/README, stop 38). Off for a pooler in transaction mode that does not
+        track prepared statements (PgBouncer before 1.21, or ``max_prepared_statements =
+        0``): another client's session would not have them."""
         self._check_and_migrate()
         from psycopg_pool import ConnectionPool
 
@@ -77,6 +91,9 @@ class Database:
         from psycopg.types import TypeInfo
 
         conn.autocommit = True
+        # psycopg prepares a statement asked to (``prepare=True``) only on a connection with
+        # a threshold; one no statement reaches keeps auto-prepare off for the rest
+        conn.prepare_threshold = _PREPARE_ONLY_WHEN_ASKED if self.prepare else None
         conn.execute(f"SET search_path = {self.schema}, {self._ext_schema}")
         conn.execute("SET jit = off")
         if self.distributed:
@@ -231,7 +248,11 @@ def _redact(url: str) -> str:
 
 
 def resolve_database(
-    target: str | Path | None, *, schema: str = DEFAULT_SCHEMA, max_size: int = 4
+    target: str | Path | None,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    max_size: int = 4,
+    prepare: bool = True,
 ) -> Database:
     """Open the database for a data directory or a ``postgresql://`` URL.
 
@@ -250,5 +271,5 @@ def resolve_database(
         )
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
-        return Database(text, schema=schema, max_size=max_size)
-    return Database(ensure_server(Path(text)), schema=schema, max_size=max_size)
+        return Database(text, schema=schema, max_size=max_size, prepare=prepare)
+    return Database(ensure_server(Path(text)), schema=schema, max_size=max_size, prepare=prepare)
