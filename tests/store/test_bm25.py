@@ -237,11 +237,14 @@ def test_prepared_statements_change_no_result_and_can_be_turned_off(pg_url, sche
     runs PostgreSQL may plan them generically) and find exactly what unprepared statements
     find, scores to the bit; with ``prepared_statements = false`` (a pooler in transaction
     mode that does not keep them) none is prepared."""
+    from ragline.core.errors import ConfigError
     from ragline.core.settings import Settings
     from ragline.store import bm25_topk
     from tests.conftest import make_index
     from tests.fakes import FakeEmbedder
 
+    with pytest.raises(ConfigError, match="pool_size"):
+        Settings.load(pool_size=1)  # a write may need a second connection: it would hang
     monkeypatch.setenv("RAGLINE_PREPARED_STATEMENTS", "false")
     assert Settings.load().prepared_statements is False
     monkeypatch.delenv("RAGLINE_PREPARED_STATEMENTS")
@@ -255,10 +258,11 @@ def test_prepared_statements_change_no_result_and_can_be_turned_off(pg_url, sche
     writer.ingest_sources([text_source(*d) for d in docs[:100]], tenant="A")
     writer.ingest_sources([text_source(*d) for d in docs[100:]], tenant="A", groups=("hr",))
     writer.close()
-    # one connection each, so that the statements prepared are all on the one looked at
-    on = make_index(pg_url, schema, embedder=FakeEmbedder(), pool_size=1)
+    # one search at a time: each pool opens only its first connection (min_size 1), so the
+    # statements prepared are all on the one looked at
+    on = make_index(pg_url, schema, embedder=FakeEmbedder(), pool_size=2)
     off = make_index(
-        pg_url, schema, embedder=FakeEmbedder(), pool_size=1, prepared_statements=False
+        pg_url, schema, embedder=FakeEmbedder(), pool_size=2, prepared_statements=False
     )
     try:
         readers = (Principal("A"), Principal("A", ("hr",)), Principal("B"))

@@ -200,7 +200,13 @@ class Settings(BaseModel):
     max_filter_values: int = Field(
         default=100, ge=1, description="filter values of one request, all keys together"
     )
-    pool_size: int = Field(default=4, ge=1, le=64, description="database connections per process")
+    pool_size: int = Field(
+        default=4,
+        ge=2,
+        le=64,
+        description="database connections per process (at least 2: a write that meets a new "
+        "group set creates its ACL class on a connection of its own)",
+    )
     prepared_statements: bool = Field(
         default=True,
         description="prepare the BM25 leg's statements on each connection; false behind a "
