@@ -56,7 +56,7 @@ class Database:
         self.prepare = prepare
         """Whether the BM25 leg prepares its fixed statements on each connection (parsed
         once per connection instead of per query, and planned generically where PostgreSQL
-        finds that as good: the leg's p50 0–19 % lower at 100k chunks; bench/README, stop
+        finds that as good: the leg's p50 up to 19 % lower at 100k chunks; bench/README, stop
         38). Off for a pooler in transaction mode that does not
         track prepared statements (PgBouncer before 1.21, or ``max_prepared_statements =
         0``): another client's session would not have them."""
